@@ -1,0 +1,379 @@
+//! The thin N-API binding of Switchboard: type conversion, error codes and
+//! batched event delivery. All logic lives in `switchboard-runtime`.
+//!
+//! A server is created once (on the main thread) and registered under a
+//! numeric id; every worker thread loads this addon too and attaches to the
+//! same server by id. The shared library is loaded once per process, so the
+//! registry below is shared by all threads.
+
+mod options;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use napi::bindgen_prelude::{AsyncTask, Buffer, Function};
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::{Env, Error, Result, Status, Task};
+use napi_derive::napi;
+use parking_lot::Mutex;
+use switchboard_runtime::channels::PublishTarget;
+use switchboard_runtime::{Server, UpgradeDecision};
+
+pub use options::{CompressionOptions, RouteOptions, ServerOptions, StaticRouteOptions};
+
+static SERVERS: LazyLock<Mutex<HashMap<u32, Arc<Server>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+static NEXT_SERVER_ID: AtomicU32 = AtomicU32::new(1);
+
+fn coded(code: &str, message: impl std::fmt::Display) -> Error {
+    Error::new(Status::GenericFailure, format!("{code}: {message}"))
+}
+
+/// Ids cross as JavaScript numbers; they are allocated from 1 upwards and
+/// stay far below 2^53.
+fn id_to_js(id: u64) -> i64 {
+    id as i64
+}
+
+fn id_from_js(id: i64) -> u64 {
+    id.max(0) as u64
+}
+
+/// An address the server listens on.
+#[napi(object)]
+pub struct ListenAddress {
+    pub host: String,
+    pub port: u32,
+}
+
+/// Counters of one worker.
+#[napi(object)]
+pub struct WorkerStatsJs {
+    pub connections_open: i64,
+    pub messages_in: i64,
+    pub queued_event_bytes: i64,
+}
+
+/// Counters of the server (see `docs/api.md`).
+#[napi(object)]
+pub struct StatsJs {
+    pub connections_open: i64,
+    pub connections_total: i64,
+    pub handshakes_rejected: i64,
+    pub messages_in: i64,
+    pub bytes_in: i64,
+    pub messages_out: i64,
+    pub bytes_out: i64,
+    pub messages_dropped: i64,
+    pub protocol_errors: i64,
+    pub outbound_buffered_bytes: i64,
+    pub channels: i64,
+    pub subscriptions: i64,
+    pub workers: Vec<WorkerStatsJs>,
+}
+
+/// A handle on a native server, usable from any thread.
+#[napi]
+pub struct ServerHandle {
+    id: u32,
+    server: Arc<Server>,
+}
+
+#[napi]
+impl ServerHandle {
+    /// Create a server (I/O threads start; nothing listens yet).
+    #[napi(factory)]
+    pub fn create(options: ServerOptions) -> Result<Self> {
+        let config = options::server_config(options)?;
+        let server = Server::new(config).map_err(|e| coded("ERR_SERVER_START", e))?;
+        let id = NEXT_SERVER_ID.fetch_add(1, Ordering::Relaxed);
+        SERVERS.lock().insert(id, server.clone());
+        Ok(Self { id, server })
+    }
+
+    /// Attach to a server created on another thread.
+    #[napi(factory)]
+    pub fn open(id: u32) -> Result<Self> {
+        let server = SERVERS
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| coded("ERR_SERVER_CLOSED", format!("no server with id {id}")))?;
+        Ok(Self { id, server })
+    }
+
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Bind and start accepting on `host:port` (port 0 picks a free port).
+    #[napi]
+    pub fn listen(&self, host: String, port: u32) -> Result<ListenAddress> {
+        let ip: IpAddr = host
+            .parse()
+            .map_err(|_| coded("ERR_INVALID_OPTION", format!("not an IP address: {host:?}")))?;
+        let port = u16::try_from(port)
+            .map_err(|_| coded("ERR_INVALID_OPTION", format!("port out of range: {port}")))?;
+        let bound = self
+            .server
+            .listen(SocketAddr::new(ip, port))
+            .map_err(|e| coded("ERR_LISTEN", e))?;
+        Ok(ListenAddress {
+            host: bound.ip().to_string(),
+            port: bound.port().into(),
+        })
+    }
+
+    /// Register the calling thread as worker `index`: `wake` is called (on
+    /// this thread) whenever events are waiting; the worker then calls
+    /// `drain`. While attached, the thread's event loop stays alive.
+    #[napi]
+    pub fn attach_worker(&self, index: u32, wake: Function<(), ()>) -> Result<()> {
+        let queue = self
+            .server
+            .queue(index as usize)
+            .ok_or_else(|| coded("ERR_INVALID_WORKER", format!("no worker {index}")))?
+            .clone();
+        let tsfn = Arc::new(
+            wake.build_threadsafe_function::<()>()
+                .callee_handled::<false>()
+                .build()?,
+        );
+        queue.set_waker(Some(Arc::new(move || {
+            tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        })));
+        Ok(())
+    }
+
+    /// Stop waking worker `index` (lets its event loop end).
+    #[napi]
+    pub fn detach_worker(&self, index: u32) {
+        if let Some(queue) = self.server.queue(index as usize) {
+            queue.set_waker(None);
+        }
+    }
+
+    /// Take every event queued for worker `index`, as one buffer.
+    #[napi]
+    pub fn drain(&self, index: u32) -> Buffer {
+        match self.server.queue(index as usize) {
+            Some(queue) => Buffer::from(queue.drain()),
+            None => Buffer::from(Vec::new()),
+        }
+    }
+
+    /// Send a message to a connection: 0 sent, 1 buffered, 2 dropped, 3 closed.
+    #[napi]
+    pub fn send(&self, connection: i64, data: &[u8], binary: bool) -> u32 {
+        self.server.send(id_from_js(connection), data, binary) as u32
+    }
+
+    /// Start the closing handshake.
+    #[napi]
+    pub fn end(&self, connection: i64, code: u32, reason: String) -> bool {
+        self.server
+            .end(id_from_js(connection), code as u16, &reason)
+    }
+
+    /// Drop the connection at once.
+    #[napi]
+    pub fn terminate(&self, connection: i64) -> bool {
+        self.server.terminate(id_from_js(connection))
+    }
+
+    /// Bytes queued and not yet written (-1 when closed).
+    #[napi]
+    pub fn buffered_amount(&self, connection: i64) -> i64 {
+        self.server
+            .buffered_amount(id_from_js(connection))
+            .map_or(-1, |n| n as i64)
+    }
+
+    /// Answer a pending `upgrade`.
+    #[napi]
+    pub fn resolve_upgrade(
+        &self,
+        connection: i64,
+        accept: bool,
+        status: u32,
+        reason: String,
+        protocol: Option<String>,
+    ) -> bool {
+        let decision = if accept {
+            UpgradeDecision::Accept { protocol }
+        } else {
+            UpgradeDecision::Reject {
+                status: status as u16,
+                reason,
+            }
+        };
+        self.server.resolve_upgrade(id_from_js(connection), decision)
+    }
+
+    /// Publish to one channel; returns the number of recipients.
+    #[napi]
+    pub fn publish(&self, channel: String, data: &[u8], binary: bool, exclude: Option<i64>) -> u32 {
+        self.server
+            .publish(&channel, data, binary, exclude.map(id_from_js)) as u32
+    }
+
+    /// Publish to channels and subscribers (connections or virtual sockets)
+    /// at once; each recipient gets the message once.
+    #[napi]
+    pub fn publish_to(
+        &self,
+        channels: Vec<String>,
+        subscribers: Vec<i64>,
+        data: &[u8],
+        binary: bool,
+        exclude: Option<i64>,
+    ) -> u32 {
+        let mut targets: Vec<PublishTarget<'_>> =
+            channels.iter().map(|c| PublishTarget::Channel(c)).collect();
+        targets.extend(
+            subscribers
+                .iter()
+                .map(|&s| PublishTarget::Subscriber(id_from_js(s))),
+        );
+        self.server
+            .publish_to(&targets, data, binary, exclude.map(id_from_js)) as u32
+    }
+
+    /// Add `delta` to the subscription counts; returns the subscribers whose
+    /// membership changed.
+    #[napi]
+    pub fn subscribe(&self, subscribers: Vec<i64>, channel: String, delta: i32) -> Vec<i64> {
+        let ids: Vec<u64> = subscribers.into_iter().map(id_from_js).collect();
+        self.server
+            .subscribe(&ids, &channel, delta)
+            .into_iter()
+            .map(id_to_js)
+            .collect()
+    }
+
+    #[napi]
+    pub fn unsubscribe(&self, subscriber: i64, channel: String) -> bool {
+        self.server.unsubscribe(id_from_js(subscriber), &channel)
+    }
+
+    #[napi]
+    pub fn is_subscribed(&self, subscriber: i64, channel: String) -> bool {
+        self.server.is_subscribed(id_from_js(subscriber), &channel)
+    }
+
+    #[napi]
+    pub fn subscriber_count(&self, channel: String) -> u32 {
+        self.server.subscriber_count(&channel) as u32
+    }
+
+    #[napi]
+    pub fn channels_of(&self, subscriber: i64) -> Vec<String> {
+        self.server.channels_of(id_from_js(subscriber))
+    }
+
+    #[napi]
+    pub fn subscribers_of(&self, channel: String) -> Vec<i64> {
+        self.server
+            .subscribers_of(&channel)
+            .into_iter()
+            .map(id_to_js)
+            .collect()
+    }
+
+    #[napi]
+    pub fn copy_subscriptions(&self, from: String, to: String) -> Vec<i64> {
+        self.server
+            .copy_subscriptions(&from, &to)
+            .into_iter()
+            .map(id_to_js)
+            .collect()
+    }
+
+    /// Returns the new virtual socket's id, or -1 when `target` is unknown.
+    #[napi]
+    pub fn create_virtual_socket(&self, target: i64, tag: Option<&[u8]>) -> i64 {
+        let tag = tag.map(bytes::Bytes::copy_from_slice);
+        self.server
+            .create_virtual_socket(id_from_js(target), tag)
+            .map_or(-1, id_to_js)
+    }
+
+    /// Returns the ids of every virtual socket removed.
+    #[napi]
+    pub fn delete_virtual_socket(&self, id: i64, expected_target: Option<i64>) -> Result<Vec<i64>> {
+        self.server
+            .delete_virtual_socket(id_from_js(id), expected_target.map(id_from_js))
+            .map(|ids| ids.into_iter().map(id_to_js).collect())
+            .map_err(|e| coded(e.code(), e))
+    }
+
+    /// Close every connection of a dead worker with 1011.
+    #[napi]
+    pub fn worker_died(&self, index: u32) -> u32 {
+        self.server.worker_died(index as usize) as u32
+    }
+
+    #[napi]
+    pub fn stats(&self) -> StatsJs {
+        let s = self.server.stats();
+        StatsJs {
+            connections_open: s.connections_open as i64,
+            connections_total: s.connections_total as i64,
+            handshakes_rejected: s.handshakes_rejected as i64,
+            messages_in: s.messages_in as i64,
+            bytes_in: s.bytes_in as i64,
+            messages_out: s.messages_out as i64,
+            bytes_out: s.bytes_out as i64,
+            messages_dropped: s.messages_dropped as i64,
+            protocol_errors: s.protocol_errors as i64,
+            outbound_buffered_bytes: s.outbound_buffered_bytes as i64,
+            channels: s.channels as i64,
+            subscriptions: s.subscriptions as i64,
+            workers: s
+                .workers
+                .into_iter()
+                .map(|w| WorkerStatsJs {
+                    connections_open: w.connections_open as i64,
+                    messages_in: w.messages_in as i64,
+                    queued_event_bytes: w.queued_event_bytes as i64,
+                })
+                .collect(),
+        }
+    }
+
+    /// Graceful shutdown (see `Server::shutdown`), off the JavaScript thread.
+    #[napi]
+    pub fn close(&self, drain_timeout_ms: u32) -> AsyncTask<CloseTask> {
+        AsyncTask::new(CloseTask {
+            id: self.id,
+            server: self.server.clone(),
+            drain_timeout: Duration::from_millis(drain_timeout_ms.into()),
+        })
+    }
+}
+
+/// Runs a graceful shutdown on a libuv pool thread.
+pub struct CloseTask {
+    id: u32,
+    server: Arc<Server>,
+    drain_timeout: Duration,
+}
+
+impl Task for CloseTask {
+    type Output = ();
+    type JsValue = ();
+
+    fn compute(&mut self) -> Result<()> {
+        self.server.shutdown(self.drain_timeout);
+        SERVERS.lock().remove(&self.id);
+        Ok(())
+    }
+
+    fn resolve(&mut self, _env: Env, _output: ()) -> Result<()> {
+        Ok(())
+    }
+}

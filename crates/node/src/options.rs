@@ -1,0 +1,174 @@
+//! Options as JavaScript passes them, converted into the runtime's config.
+//! Defaults live in the runtime (`RouteConfig::new`, `ServerConfig::default`)
+//! so they are written once; a field JavaScript leaves out keeps them.
+
+use std::time::Duration;
+
+use napi::bindgen_prelude::Buffer;
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+use switchboard_proto::ws::deflate::DeflateConfig;
+use switchboard_runtime::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute};
+
+/// permessage-deflate options of a route.
+#[napi(object)]
+pub struct CompressionOptions {
+    pub server_no_context_takeover: Option<bool>,
+    pub client_no_context_takeover: Option<bool>,
+    pub server_max_window_bits: Option<u8>,
+    pub client_max_window_bits: Option<u8>,
+    pub threshold: Option<u32>,
+}
+
+/// One WebSocket route.
+#[napi(object)]
+pub struct RouteOptions {
+    pub path: String,
+    pub has_upgrade_hook: bool,
+    pub protocols: Option<Vec<String>>,
+    pub max_payload_length: Option<u32>,
+    pub max_fragments: Option<u32>,
+    pub idle_timeout_ms: Option<u32>,
+    pub ping_interval_ms: Option<u32>,
+    pub max_backpressure: Option<u32>,
+    /// `"drop"` (default) or `"close"`.
+    pub slow_consumer: Option<String>,
+    pub compression: Option<CompressionOptions>,
+    pub allowed_origins: Option<Vec<String>>,
+}
+
+/// A fixed response to `GET path`.
+#[napi(object)]
+pub struct StaticRouteOptions {
+    pub path: String,
+    pub content_type: String,
+    pub body: Buffer,
+}
+
+/// Options of a whole server.
+#[napi(object)]
+pub struct ServerOptions {
+    pub routes: Vec<RouteOptions>,
+    pub static_routes: Option<Vec<StaticRouteOptions>>,
+    pub workers: u32,
+    pub io_threads: Option<u32>,
+    pub max_connections: Option<u32>,
+    pub max_head_bytes: Option<u32>,
+    pub handshake_timeout_ms: Option<u32>,
+    pub upgrade_timeout_ms: Option<u32>,
+    pub close_timeout_ms: Option<u32>,
+    pub max_worker_queue_bytes: Option<u32>,
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(Status::InvalidArg, message)
+}
+
+fn ms(value: u32) -> Duration {
+    Duration::from_millis(value.into())
+}
+
+fn compression(options: CompressionOptions) -> Result<DeflateConfig> {
+    let mut config = DeflateConfig::default();
+    if let Some(v) = options.server_no_context_takeover {
+        config.server_no_context_takeover = v;
+    }
+    if let Some(v) = options.client_no_context_takeover {
+        config.client_no_context_takeover = v;
+    }
+    for (name, bits, slot) in [
+        ("serverMaxWindowBits", options.server_max_window_bits, &mut config.server_max_window_bits),
+        ("clientMaxWindowBits", options.client_max_window_bits, &mut config.client_max_window_bits),
+    ] {
+        if let Some(bits) = bits {
+            if !(9..=15).contains(&bits) {
+                return Err(invalid(format!(
+                    "ERR_INVALID_OPTION: compression.{name} must be 9..15, got {bits}"
+                )));
+            }
+            *slot = bits;
+        }
+    }
+    if let Some(v) = options.threshold {
+        config.threshold = v as usize;
+    }
+    Ok(config)
+}
+
+fn route(options: RouteOptions) -> Result<RouteConfig> {
+    let mut route = RouteConfig::new(options.path);
+    route.has_upgrade_hook = options.has_upgrade_hook;
+    if let Some(v) = options.protocols {
+        route.protocols = v;
+    }
+    if let Some(v) = options.max_payload_length {
+        route.max_payload_length = v as usize;
+    }
+    if let Some(v) = options.max_fragments {
+        route.max_fragments = v as usize;
+    }
+    if let Some(v) = options.idle_timeout_ms {
+        route.idle_timeout = ms(v);
+    }
+    if let Some(v) = options.ping_interval_ms {
+        route.ping_interval = ms(v);
+    }
+    if let Some(v) = options.max_backpressure {
+        route.max_backpressure = v as usize;
+    }
+    route.slow_consumer = match options.slow_consumer.as_deref() {
+        None | Some("drop") => SlowConsumerPolicy::Drop,
+        Some("close") => SlowConsumerPolicy::Close,
+        Some(other) => {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: slowConsumer must be \"drop\" or \"close\", got {other:?}"
+            )))
+        }
+    };
+    if let Some(v) = options.compression {
+        route.compression = Some(compression(v)?);
+    }
+    if let Some(v) = options.allowed_origins {
+        route.allowed_origins = v;
+    }
+    Ok(route)
+}
+
+pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
+    let mut config = ServerConfig {
+        workers: options.workers.max(1) as usize,
+        ..ServerConfig::default()
+    };
+    for r in options.routes {
+        config.routes.push(route(r)?);
+    }
+    for s in options.static_routes.unwrap_or_default() {
+        config.static_routes.push(StaticRoute {
+            path: s.path,
+            content_type: s.content_type,
+            body: bytes::Bytes::copy_from_slice(&s.body),
+        });
+    }
+    if let Some(v) = options.io_threads {
+        config.io_threads = (v as usize).max(1);
+    }
+    if let Some(v) = options.max_connections {
+        config.max_connections = v as usize;
+    }
+    if let Some(v) = options.max_head_bytes {
+        config.max_head_bytes = v as usize;
+    }
+    if let Some(v) = options.handshake_timeout_ms {
+        config.handshake_timeout = ms(v);
+    }
+    if let Some(v) = options.upgrade_timeout_ms {
+        config.upgrade_timeout = ms(v);
+    }
+    if let Some(v) = options.close_timeout_ms {
+        config.close_timeout = ms(v);
+    }
+    if let Some(v) = options.max_worker_queue_bytes {
+        config.max_worker_queue_bytes = v as usize;
+    }
+    Ok(config)
+}

@@ -1,0 +1,139 @@
+//! Server and route configuration. Every limit is a named option with a
+//! documented default; the TypeScript API mirrors these names and documents
+//! the same defaults (see `docs/api.md`).
+
+use std::time::Duration;
+
+use switchboard_proto::ws::deflate::DeflateConfig;
+
+/// What to do when a connection's outbound queue passes `max_backpressure`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlowConsumerPolicy {
+    /// Refuse the new message (the send reports `Dropped`, the drop counter
+    /// grows); the connection stays open and catches up later.
+    Drop,
+    /// Close the connection with 1008 and `ERR_WS_SLOW_CONSUMER`: for feeds
+    /// where a gap is worse than a reconnect.
+    Close,
+}
+
+/// Options of one WebSocket route (`app.ws(path, behaviour)`).
+#[derive(Clone, Debug)]
+pub struct RouteConfig {
+    /// Exact path, or a prefix ending in `/*`.
+    pub path: String,
+    /// Whether JavaScript has an `upgrade` hook that decides before the 101.
+    pub has_upgrade_hook: bool,
+    /// Subprotocols this route speaks, in order of preference (the client's
+    /// order wins among those we support, as browsers expect).
+    pub protocols: Vec<String>,
+    /// Largest message after reassembly and inflation. Default 1 MiB
+    /// (`switchboard_proto::ws::DEFAULT_MAX_PAYLOAD_LENGTH`, which says why).
+    pub max_payload_length: usize,
+    /// Most frames in one fragmented message (0 = no limit). Default 1024:
+    /// real clients fragment into a handful of frames; a flood of tiny
+    /// fragments is a CPU attack.
+    pub max_fragments: usize,
+    /// Close a connection that sent nothing for this long (0 = never).
+    /// Default 120 s, as uWebSockets.js.
+    pub idle_timeout: Duration,
+    /// Send a ping this often when the connection is otherwise quiet
+    /// (0 = never). Default 30 s, below common proxy idle timeouts (60 s).
+    pub ping_interval: Duration,
+    /// Bytes a connection may have queued for writing before the slow
+    /// consumer policy applies. Default 1 MiB: about a second of a busy feed
+    /// on a slow mobile link.
+    pub max_backpressure: usize,
+    /// See [`SlowConsumerPolicy`]. Default `Drop`.
+    pub slow_consumer: SlowConsumerPolicy,
+    /// permessage-deflate; `None` (the default) disables compression.
+    pub compression: Option<DeflateConfig>,
+    /// Reject upgrades whose `Origin` is not in this list (empty = any).
+    pub allowed_origins: Vec<String>,
+}
+
+impl RouteConfig {
+    /// A route on `path` with every default.
+    pub fn new(path: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            has_upgrade_hook: false,
+            protocols: Vec::new(),
+            max_payload_length: switchboard_proto::ws::DEFAULT_MAX_PAYLOAD_LENGTH,
+            max_fragments: 1024,
+            idle_timeout: Duration::from_secs(120),
+            ping_interval: Duration::from_secs(30),
+            max_backpressure: 1024 * 1024,
+            slow_consumer: SlowConsumerPolicy::Drop,
+            compression: None,
+            allowed_origins: Vec::new(),
+        }
+    }
+
+    /// Whether a request path selects this route.
+    pub fn matches(&self, path: &str) -> bool {
+        match self.path.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix),
+            None => self.path == path,
+        }
+    }
+}
+
+/// A fixed HTTP response for plain GET requests (the demo's page, a health
+/// check). Full HTTP routing is a later layer; this keeps one port enough for
+/// a page plus its WebSocket.
+#[derive(Clone, Debug)]
+pub struct StaticRoute {
+    pub path: String,
+    pub content_type: String,
+    pub body: bytes::Bytes,
+}
+
+/// Options of a whole server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub routes: Vec<RouteConfig>,
+    pub static_routes: Vec<StaticRoute>,
+    /// Number of JavaScript workers that receive events (at least 1: with
+    /// zero worker threads the main thread is the single worker).
+    pub workers: usize,
+    /// Tokio I/O threads. Default: the number of cores.
+    pub io_threads: usize,
+    /// Open connections (including ones still in the handshake) beyond which
+    /// new ones get `503`. Default 100 000.
+    pub max_connections: usize,
+    /// Largest HTTP request head. Default 8 KiB, as nginx's default buffer:
+    /// real upgrade requests with cookies stay well below.
+    pub max_head_bytes: usize,
+    /// Time a client has to send its upgrade request. Default 10 s.
+    pub handshake_timeout: Duration,
+    /// Time JavaScript's `upgrade` hook has to decide. Default 10 s; past it
+    /// the client gets `503`.
+    pub upgrade_timeout: Duration,
+    /// Time to wait for the peer's close frame after ours. Default 5 s.
+    pub close_timeout: Duration,
+    /// Bytes of undelivered events per worker beyond which connections of
+    /// that worker stop reading (TCP backpressure reaches the clients).
+    /// Default 8 MiB: many batches of small messages, bounded memory when a
+    /// worker is stuck.
+    pub max_worker_queue_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            routes: Vec::new(),
+            static_routes: Vec::new(),
+            workers: 1,
+            io_threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            max_connections: 100_000,
+            max_head_bytes: 8 * 1024,
+            handshake_timeout: Duration::from_secs(10),
+            upgrade_timeout: Duration::from_secs(10),
+            close_timeout: Duration::from_secs(5),
+            max_worker_queue_bytes: 8 * 1024 * 1024,
+        }
+    }
+}

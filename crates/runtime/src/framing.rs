@@ -1,0 +1,67 @@
+//! Server-side framing of outgoing messages into shared bytes.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use switchboard_proto::ws::encoder::encode_header;
+use switchboard_proto::ws::frame::OpCode;
+
+fn opcode(binary: bool) -> OpCode {
+    if binary {
+        OpCode::Binary
+    } else {
+        OpCode::Text
+    }
+}
+
+/// Frame a whole message (unmasked, one frame) into one buffer, header and
+/// payload together, so one `Bytes` can be shared by every recipient.
+pub fn frame_message(payload: &[u8], binary: bool) -> Bytes {
+    frame_parts(&[], payload, binary)
+}
+
+/// Frame `prefix ++ payload` (a virtual socket's tag in front of a message).
+pub fn frame_parts(prefix: &[u8], payload: &[u8], binary: bool) -> Bytes {
+    let len = prefix.len() + payload.len();
+    let mut header = [0u8; 14];
+    let header_len = encode_header(true, false, opcode(binary), len as u64, None, &mut header);
+    let mut out = BytesMut::with_capacity(header_len + len);
+    out.put_slice(&header[..header_len]);
+    out.put_slice(prefix);
+    out.put_slice(payload);
+    out.freeze()
+}
+
+/// Frame a message whose payload is already compressed (RSV1 set).
+pub fn frame_compressed(payload: &[u8], binary: bool) -> Bytes {
+    let mut header = [0u8; 14];
+    let header_len = encode_header(
+        true,
+        true,
+        opcode(binary),
+        payload.len() as u64,
+        None,
+        &mut header,
+    );
+    let mut out = BytesMut::with_capacity(header_len + payload.len());
+    out.put_slice(&header[..header_len]);
+    out.put_slice(payload);
+    out.freeze()
+}
+
+/// A control frame (ping, pong, close) with a payload of at most 125 bytes.
+pub fn frame_control(op: OpCode, payload: &[u8]) -> Bytes {
+    let mut header = [0u8; 14];
+    let header_len = encode_header(true, false, op, payload.len() as u64, None, &mut header);
+    let mut out = BytesMut::with_capacity(header_len + payload.len());
+    out.put_slice(&header[..header_len]);
+    out.put_slice(payload);
+    out.freeze()
+}
+
+/// Header length of an unmasked frame carrying `len` payload bytes.
+pub fn header_len(len: usize) -> usize {
+    match len {
+        0..=125 => 2,
+        126..=65535 => 4,
+        _ => 10,
+    }
+}

@@ -1,0 +1,19 @@
+//! The Tokio runtime of Switchboard: listeners, connection tasks, write
+//! queues, timers and shutdown. It turns bytes into events for JavaScript
+//! workers ([`events`]) and executes their sends and publishes
+//! ([`server::Server`]). It never imports napi: the binding (`crates/node`)
+//! adapts it to JavaScript, and Rust tests drive it directly.
+
+pub mod channels;
+pub mod config;
+mod connection;
+pub mod events;
+pub mod framing;
+mod listener;
+pub mod outbound;
+pub mod server;
+pub mod stats;
+
+pub use config::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute};
+pub use outbound::SendStatus;
+pub use server::{Server, UpgradeDecision};

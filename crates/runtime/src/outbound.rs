@@ -1,0 +1,241 @@
+//! A connection's outbound queue: the one place where senders on any thread
+//! (JavaScript workers, publishers) meet the connection's task.
+//!
+//! Senders only enqueue shared bytes and, when the queue was empty, wake the
+//! task; the task takes the whole queue at once and writes it with vectored
+//! writes, so a burst of sends costs one wake-up and few syscalls (corking
+//! comes for free). Every send returns a [`SendStatus`] so backpressure is
+//! visible to the caller, and the queue is bounded by `max_backpressure`.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::config::SlowConsumerPolicy;
+
+/// The outcome of one send, as JavaScript sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum SendStatus {
+    /// Queued; the connection keeps up with what it is sent.
+    Sent = 0,
+    /// Queued behind data the client has not taken yet (the socket's kernel
+    /// buffer is full). A `drain` event follows when it catches up.
+    Buffered = 1,
+    /// Not queued: the connection is over `max_backpressure` (and counted as
+    /// dropped), or its slow-consumer policy closed it.
+    Dropped = 2,
+    /// Not queued: the connection is closed or closing.
+    Closed = 3,
+}
+
+/// What a connection is asked to write.
+#[derive(Debug)]
+pub enum OutItem {
+    /// A complete, already framed WebSocket frame, possibly shared with many
+    /// other connections (a published message is framed once).
+    Frame(Bytes),
+    /// A message payload the connection frames itself, because it compresses
+    /// with its own permessage-deflate context.
+    Message { payload: Bytes, binary: bool },
+    /// Start the closing handshake with this code and reason.
+    Close { code: u16, reason: String },
+}
+
+/// Why the connection must go, set by another thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Eviction {
+    /// Too much queued under the `Close` policy: send 1008 at once, dropping
+    /// whatever is queued (the client is not reading it anyway).
+    SlowConsumer,
+    /// Drop the TCP connection without a closing handshake.
+    Terminate,
+    /// Its worker died: send 1011 at once.
+    WorkerDied,
+}
+
+#[derive(Default)]
+struct State {
+    items: VecDeque<OutItem>,
+    closed: bool,
+    eviction: Option<Eviction>,
+}
+
+/// Shared between a connection's task and everybody who sends to it.
+pub struct Outbound {
+    state: Mutex<State>,
+    /// Bytes accepted and not yet written to the socket.
+    buffered: AtomicUsize,
+    /// The last write could not take everything: the client is behind.
+    congested: AtomicBool,
+    /// A send reported `Buffered`; emit `drain` once the queue is empty.
+    drain_wanted: AtomicBool,
+    notify: Notify,
+    max_backpressure: usize,
+    policy: SlowConsumerPolicy,
+}
+
+impl Outbound {
+    pub fn new(max_backpressure: usize, policy: SlowConsumerPolicy) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            buffered: AtomicUsize::new(0),
+            congested: AtomicBool::new(false),
+            drain_wanted: AtomicBool::new(false),
+            notify: Notify::new(),
+            max_backpressure,
+            policy,
+        }
+    }
+
+    /// Queue `item` (`len` bytes on the wire). Never blocks beyond a short
+    /// lock: a stalled client costs only its own queue.
+    pub fn enqueue(&self, item: OutItem, len: usize) -> SendStatus {
+        let mut state = self.state.lock();
+        if state.closed || state.eviction.is_some() {
+            return SendStatus::Closed;
+        }
+        let buffered = self.buffered.load(Ordering::Acquire);
+        // An empty queue always takes one message, however large, so a
+        // message bigger than the limit is still deliverable to a reader.
+        if buffered > 0 && buffered + len > self.max_backpressure {
+            if self.policy == SlowConsumerPolicy::Close {
+                state.eviction = Some(Eviction::SlowConsumer);
+                state.items.clear();
+                drop(state);
+                self.notify.notify_one();
+            }
+            return SendStatus::Dropped;
+        }
+        let was_empty = state.items.is_empty();
+        state.items.push_back(item);
+        self.buffered.fetch_add(len, Ordering::AcqRel);
+        drop(state);
+        if was_empty {
+            self.notify.notify_one();
+        }
+        if self.congested.load(Ordering::Acquire) {
+            self.drain_wanted.store(true, Ordering::Release);
+            SendStatus::Buffered
+        } else {
+            SendStatus::Sent
+        }
+    }
+
+    /// Ask the connection to leave (see [`Eviction`]). Returns false when it
+    /// is already closed.
+    pub fn evict(&self, why: Eviction) -> bool {
+        let mut state = self.state.lock();
+        if state.closed {
+            return false;
+        }
+        if state.eviction.is_none() || why == Eviction::Terminate {
+            state.eviction = Some(why);
+        }
+        state.items.clear();
+        drop(state);
+        self.notify.notify_one();
+        true
+    }
+
+    /// The connection task takes everything queued (and any eviction).
+    pub fn take(&self, into: &mut VecDeque<OutItem>) -> Option<Eviction> {
+        let mut state = self.state.lock();
+        if into.is_empty() {
+            std::mem::swap(into, &mut state.items);
+        } else {
+            into.extend(state.items.drain(..));
+        }
+        state.eviction.clone()
+    }
+
+    /// Refuse every later send and forget what is still queued.
+    pub fn close(&self) {
+        let mut state = self.state.lock();
+        state.closed = true;
+        state.items.clear();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    /// Wait until something is queued or an eviction is requested.
+    pub async fn notified(&self) {
+        self.notify.notified().await
+    }
+
+    /// The task added `n` bytes of its own (control frames, compression
+    /// growth) to what it will write.
+    pub fn account(&self, n: usize) {
+        self.buffered.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// The task wrote (or discarded) `n` bytes that were counted in `buffered`.
+    pub fn written(&self, n: usize) {
+        self.buffered.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    pub fn buffered(&self) -> usize {
+        self.buffered.load(Ordering::Acquire)
+    }
+
+    pub fn set_congested(&self, congested: bool) {
+        self.congested.store(congested, Ordering::Release);
+    }
+
+    /// Whether a `drain` event is owed now that the queue is empty.
+    pub fn take_drain_wanted(&self) -> bool {
+        self.drain_wanted.swap(false, Ordering::AcqRel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(n: usize) -> OutItem {
+        OutItem::Frame(Bytes::from(vec![0u8; n]))
+    }
+
+    #[test]
+    fn drop_policy_refuses_over_the_limit_but_keeps_the_connection() {
+        let out = Outbound::new(100, SlowConsumerPolicy::Drop);
+        assert_eq!(out.enqueue(frame(80), 80), SendStatus::Sent);
+        assert_eq!(out.enqueue(frame(30), 30), SendStatus::Dropped);
+        assert_eq!(out.enqueue(frame(20), 20), SendStatus::Sent);
+        let mut items = VecDeque::new();
+        assert_eq!(out.take(&mut items), None);
+        assert_eq!(items.len(), 2);
+    }
+
+    #[test]
+    fn an_empty_queue_takes_one_oversized_message() {
+        let out = Outbound::new(10, SlowConsumerPolicy::Drop);
+        assert_eq!(out.enqueue(frame(50), 50), SendStatus::Sent);
+        assert_eq!(out.enqueue(frame(1), 1), SendStatus::Dropped);
+    }
+
+    #[test]
+    fn close_policy_evicts_and_discards_the_queue() {
+        let out = Outbound::new(100, SlowConsumerPolicy::Close);
+        out.enqueue(frame(80), 80);
+        assert_eq!(out.enqueue(frame(30), 30), SendStatus::Dropped);
+        assert_eq!(out.enqueue(frame(1), 1), SendStatus::Closed);
+        let mut items = VecDeque::new();
+        assert_eq!(out.take(&mut items), Some(Eviction::SlowConsumer));
+        assert!(items.is_empty());
+    }
+
+    #[test]
+    fn congestion_reports_buffered_and_owes_a_drain() {
+        let out = Outbound::new(1000, SlowConsumerPolicy::Drop);
+        out.set_congested(true);
+        assert_eq!(out.enqueue(frame(10), 10), SendStatus::Buffered);
+        assert!(out.take_drain_wanted());
+        assert!(!out.take_drain_wanted());
+    }
+}

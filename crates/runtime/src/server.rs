@@ -1,0 +1,317 @@
+//! The server: shared state of every listener and connection, and the
+//! synchronous operations JavaScript calls from any thread (send, publish,
+//! subscribe...). None of them waits on I/O: they enqueue and return.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::ServerConfig;
+use crate::events::EventQueue;
+use crate::outbound::{Eviction, OutItem, Outbound, SendStatus};
+use crate::stats::{self, Stats, StatsSnapshot, WorkerSnapshot, WorkerStats};
+use crate::{framing, listener};
+
+/// What JavaScript's `upgrade` hook decided.
+#[derive(Debug)]
+pub enum UpgradeDecision {
+    /// Complete the handshake, optionally choosing the subprotocol.
+    Accept { protocol: Option<String> },
+    /// Answer with this HTTP status and reason instead of `101`.
+    Reject { status: u16, reason: String },
+}
+
+/// What every thread can reach of an open connection.
+pub struct Connection {
+    pub id: u64,
+    pub worker: usize,
+    pub outbound: Outbound,
+    /// Whether it compresses (then it frames its own messages).
+    pub deflate: bool,
+}
+
+/// Shared state of one server.
+pub struct Shared {
+    pub config: ServerConfig,
+    pub queues: Vec<Arc<EventQueue>>,
+    pub worker_stats: Vec<WorkerStats>,
+    pub connections: RwLock<HashMap<u64, Arc<Connection>>>,
+    pub registry: RwLock<switchboard_pubsub::Registry>,
+    pub pending_upgrades: Mutex<HashMap<u64, oneshot::Sender<UpgradeDecision>>>,
+    pub stats: Stats,
+    pub permits: Arc<Semaphore>,
+    /// Cancelled when the server stops accepting (graceful shutdown begins).
+    pub stopping: CancellationToken,
+    /// Cancelled when the drain timeout passed: connections end at once.
+    pub force: CancellationToken,
+    pub tracker: TaskTracker,
+    next_id: AtomicU64,
+    next_worker: AtomicUsize,
+}
+
+impl Shared {
+    /// Ids of connections and virtual sockets share one space, so a number
+    /// in JavaScript names either. They start at 1: 0 means "none".
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Round-robin pinning of a new connection to a worker.
+    pub fn pick_worker(&self) -> usize {
+        self.next_worker.fetch_add(1, Ordering::Relaxed) % self.queues.len()
+    }
+
+    pub fn connection(&self, id: u64) -> Option<Arc<Connection>> {
+        self.connections.read().get(&id).cloned()
+    }
+
+    /// Queue `payload` for one connection, framing it if the connection does
+    /// not compress. `framed` lets a caller that already framed the message
+    /// (a publish) share those bytes.
+    pub fn deliver(
+        &self,
+        conn: &Connection,
+        payload: &bytes::Bytes,
+        framed: &bytes::Bytes,
+        binary: bool,
+    ) -> SendStatus {
+        let status = if conn.deflate {
+            let item = OutItem::Message {
+                payload: payload.clone(),
+                binary,
+            };
+            conn.outbound.enqueue(item, payload.len())
+        } else {
+            conn.outbound
+                .enqueue(OutItem::Frame(framed.clone()), framed.len())
+        };
+        match status {
+            SendStatus::Sent | SendStatus::Buffered => stats::add(&self.stats.messages_out, 1),
+            SendStatus::Dropped => stats::add(&self.stats.messages_dropped, 1),
+            SendStatus::Closed => {}
+        }
+        status
+    }
+}
+
+/// A running server. Dropping it does not stop it: call [`Server::shutdown`].
+pub struct Server {
+    pub(crate) shared: Arc<Shared>,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    listening: Mutex<Vec<SocketAddr>>,
+}
+
+impl Server {
+    /// Start the I/O threads. Nothing listens until [`Server::listen`].
+    pub fn new(config: ServerConfig) -> io::Result<Arc<Self>> {
+        let workers = config.workers.max(1);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.io_threads.max(1))
+            .thread_name("switchboard-io")
+            .enable_all()
+            .build()?;
+        let shared = Arc::new(Shared {
+            queues: (0..workers)
+                .map(|_| Arc::new(EventQueue::new(config.max_worker_queue_bytes)))
+                .collect(),
+            worker_stats: (0..workers).map(|_| WorkerStats::default()).collect(),
+            connections: RwLock::new(HashMap::new()),
+            registry: RwLock::new(switchboard_pubsub::Registry::new()),
+            pending_upgrades: Mutex::new(HashMap::new()),
+            stats: Stats::default(),
+            permits: Arc::new(Semaphore::new(config.max_connections)),
+            stopping: CancellationToken::new(),
+            force: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+            next_id: AtomicU64::new(1),
+            next_worker: AtomicUsize::new(0),
+            config,
+        });
+        Ok(Arc::new(Self {
+            shared,
+            runtime: Mutex::new(Some(runtime)),
+            listening: Mutex::new(Vec::new()),
+        }))
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Bind `addr` and start accepting; returns the bound address (useful
+    /// with port 0). Several listeners share this server's state.
+    pub fn listen(&self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        let runtime = self.runtime.lock();
+        let runtime = runtime
+            .as_ref()
+            .ok_or_else(|| io::Error::other("ERR_SERVER_CLOSED: the server was shut down"))?;
+        if self.shared.stopping.is_cancelled() {
+            return Err(io::Error::other("ERR_SERVER_CLOSED: the server is shutting down"));
+        }
+        let _guard = runtime.enter();
+        let std_listener = std::net::TcpListener::bind(addr)?;
+        std_listener.set_nonblocking(true)?;
+        let local = std_listener.local_addr()?;
+        let listener = tokio::net::TcpListener::from_std(std_listener)?;
+        let shared = self.shared.clone();
+        self.shared
+            .tracker
+            .spawn(listener::accept_loop(listener, shared));
+        self.listening.lock().push(local);
+        Ok(local)
+    }
+
+    pub fn addresses(&self) -> Vec<SocketAddr> {
+        self.listening.lock().clone()
+    }
+
+    pub fn queue(&self, worker: usize) -> Option<&Arc<EventQueue>> {
+        self.shared.queues.get(worker)
+    }
+
+    /// Send a message to one connection.
+    pub fn send(&self, conn: u64, data: &[u8], binary: bool) -> SendStatus {
+        let Some(connection) = self.shared.connection(conn) else {
+            return SendStatus::Closed;
+        };
+        let payload = bytes::Bytes::copy_from_slice(data);
+        let framed = if connection.deflate {
+            payload.clone()
+        } else {
+            framing::frame_message(data, binary)
+        };
+        self.shared.deliver(&connection, &payload, &framed, binary)
+    }
+
+    /// Start the closing handshake of a connection.
+    pub fn end(&self, conn: u64, code: u16, reason: &str) -> bool {
+        let Some(connection) = self.shared.connection(conn) else {
+            return false;
+        };
+        let item = OutItem::Close {
+            code,
+            reason: reason.to_owned(),
+        };
+        connection.outbound.enqueue(item, 0) != SendStatus::Closed
+    }
+
+    /// Drop a connection without a closing handshake.
+    pub fn terminate(&self, conn: u64) -> bool {
+        self.shared
+            .connection(conn)
+            .is_some_and(|c| c.outbound.evict(Eviction::Terminate))
+    }
+
+    pub fn buffered_amount(&self, conn: u64) -> Option<usize> {
+        self.shared.connection(conn).map(|c| c.outbound.buffered())
+    }
+
+    /// Deliver JavaScript's decision on a pending upgrade. False when the
+    /// request is gone (the client left, or the hook took too long).
+    pub fn resolve_upgrade(&self, conn: u64, decision: UpgradeDecision) -> bool {
+        match self.shared.pending_upgrades.lock().remove(&conn) {
+            Some(sender) => sender.send(decision).is_ok(),
+            None => false,
+        }
+    }
+
+    /// A worker died (or was replaced by the watchdog): its queued events are
+    /// discarded and its connections closed with 1011.
+    pub fn worker_died(&self, worker: usize) -> usize {
+        let Some(queue) = self.shared.queues.get(worker) else {
+            return 0;
+        };
+        queue.clear();
+        let victims: Vec<Arc<Connection>> = self
+            .shared
+            .connections
+            .read()
+            .values()
+            .filter(|c| c.worker == worker)
+            .cloned()
+            .collect();
+        for connection in &victims {
+            connection.outbound.evict(Eviction::WorkerDied);
+        }
+        victims.len()
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        let s = &self.shared.stats;
+        let outbound: u64 = self
+            .shared
+            .connections
+            .read()
+            .values()
+            .map(|c| c.outbound.buffered() as u64)
+            .sum();
+        let registry = self.shared.registry.read();
+        StatsSnapshot {
+            connections_open: stats::get(&s.connections_open),
+            connections_total: stats::get(&s.connections_total),
+            handshakes_rejected: stats::get(&s.handshakes_rejected),
+            messages_in: stats::get(&s.messages_in),
+            bytes_in: stats::get(&s.bytes_in),
+            messages_out: stats::get(&s.messages_out),
+            bytes_out: stats::get(&s.bytes_out),
+            messages_dropped: stats::get(&s.messages_dropped),
+            protocol_errors: stats::get(&s.protocol_errors),
+            outbound_buffered_bytes: outbound,
+            channels: registry.channel_count() as u64,
+            subscriptions: registry.subscription_count() as u64,
+            workers: self
+                .shared
+                .worker_stats
+                .iter()
+                .zip(&self.shared.queues)
+                .map(|(w, q)| WorkerSnapshot {
+                    connections_open: stats::get(&w.connections_open),
+                    messages_in: stats::get(&w.messages_in),
+                    queued_event_bytes: q.queued_bytes() as u64,
+                })
+                .collect(),
+        }
+    }
+
+    /// Graceful shutdown: stop accepting, send close 1001 to every
+    /// connection, wait up to `drain_timeout` for them to finish, then end
+    /// the rest and stop the I/O threads. Blocks the calling thread; the
+    /// binding runs it off the JavaScript thread.
+    pub fn shutdown(&self, drain_timeout: Duration) {
+        let Some(runtime) = self.runtime.lock().take() else {
+            return;
+        };
+        let shared = self.shared.clone();
+        runtime.block_on(async move {
+            shared.stopping.cancel();
+            shared.tracker.close();
+            if tokio::time::timeout(drain_timeout, shared.tracker.wait())
+                .await
+                .is_err()
+            {
+                shared.force.cancel();
+                // Forced connections end at their next poll; give them a
+                // moment to report their close event.
+                let _ = tokio::time::timeout(Duration::from_secs(1), shared.tracker.wait()).await;
+            }
+        });
+        // Tasks are done; this joins the I/O threads.
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        for queue in &self.shared.queues {
+            queue.set_waker(None);
+        }
+        self.listening.lock().clear();
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.runtime.lock().is_some()
+    }
+}

@@ -1,0 +1,11 @@
+// Echo server: every message on `/` comes back as it was sent.
+//
+//   npm run build && PORT=9001 node examples/echo/server.mjs
+//
+// Environment: PORT (default 9001, 0 = any free port), WORKERS (worker
+// threads, default: cores), COMPRESSION=1 (permessage-deflate on),
+// MAX_FRAGMENTS (fragments per message, 0 = no limit; default 1024).
+// Prints `... listening on ws://127.0.0.1:<port>/` once ready.
+import { startExample } from '../env.mjs';
+
+await startExample('echo', new URL('./app.mjs', import.meta.url));

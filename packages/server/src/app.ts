@@ -1,0 +1,104 @@
+/**
+ * The application: routes and their handlers, registered by the app module
+ * in every worker (`defineApp`), plus the operations every thread has.
+ */
+import type { NativeRouteOptions, NativeStaticRoute } from './native.js';
+import { Operations } from './operations.js';
+import type { RouteOptions } from './options.js';
+import { nativeRoute } from './options.js';
+import { SwitchboardError } from './errors.js';
+import type { WebSocket } from './websocket.js';
+
+/** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
+export interface UpgradeRequest {
+  /** Path without the query. */
+  path: string;
+  /** The raw query string, without `?`. */
+  query: string;
+  /** Parsed query parameters. */
+  searchParams: URLSearchParams;
+  /** Header names are lowercase; repeated headers are joined with `, `. */
+  headers: Readonly<Record<string, string>>;
+  /** The peer's address, `ip:port`. */
+  remoteAddress: string;
+  /** Subprotocols the client offered, in its order. */
+  protocols: string[];
+}
+
+/** How an `upgrade` hook answers, when it does not simply return the user data. */
+export interface UpgradeResponse<UserData> {
+  /** Complete the handshake, attaching `data` to the connection. */
+  accept(data?: UserData, options?: { protocol?: string }): void;
+  /** Answer with an HTTP status (e.g. 401) and reason instead of 101. */
+  reject(status: number, reason?: string): void;
+}
+
+/** Handlers of a WebSocket route, in the spirit of uWebSockets.js behaviours. */
+export interface WebSocketBehavior<UserData = unknown> extends RouteOptions {
+  /**
+   * Decide before the handshake completes. Return (or resolve to) the data
+   * to attach to the connection, or call `res.accept(data)` /
+   * `res.reject(status, reason)`. Throwing `UpgradeRejection(status)`
+   * rejects with that status; any other error rejects with 500.
+   */
+  upgrade?: (req: UpgradeRequest, res: UpgradeResponse<UserData>) => UserData | void | Promise<UserData | void>;
+  open?: (ws: WebSocket<UserData>) => void | Promise<void>;
+  /** `data` is a view valid as long as you keep it (copy it to keep a small slice of a big batch). */
+  message?: (ws: WebSocket<UserData>, data: Buffer, isBinary: boolean) => void | Promise<void>;
+  /** The connection's queue emptied after a send reported BUFFERED. */
+  drain?: (ws: WebSocket<UserData>) => void | Promise<void>;
+  close?: (ws: WebSocket<UserData>, code: number, reason: string) => void | Promise<void>;
+}
+
+/** A route as registered. */
+export interface RegisteredRoute {
+  native: NativeRouteOptions;
+  behavior: WebSocketBehavior<never>;
+}
+
+export class App extends Operations {
+  /** @internal */ readonly routes: RegisteredRoute[] = [];
+  /** @internal */ readonly staticRoutes: NativeStaticRoute[] = [];
+
+  constructor(
+    /** Index of the worker this app runs in (0 with `workers: 0`). */
+    readonly workerIndex: number,
+  ) {
+    super();
+  }
+
+  /** Serve WebSocket connections on `path` (exact, or a prefix ending in `/*`). */
+  ws<UserData = unknown>(path: string, behavior: WebSocketBehavior<UserData>): this {
+    if (this.routes.some((r) => r.native.path === path)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `a WebSocket route on ${path} exists already`);
+    }
+    this.routes.push({
+      native: nativeRoute(path, behavior, typeof behavior.upgrade === 'function'),
+      behavior: behavior as unknown as WebSocketBehavior<never>,
+    });
+    return this;
+  }
+
+  /**
+   * Answer `GET path` with a fixed body (a page, a health check). Full
+   * HTTP routing arrives with the HTTP layer.
+   */
+  get(path: string, response: { body: string | Uint8Array; contentType?: string }): this {
+    const body = typeof response.body === 'string' ? Buffer.from(response.body) : Buffer.from(response.body);
+    this.staticRoutes.push({ path, contentType: response.contentType ?? 'text/html; charset=utf-8', body });
+    return this;
+  }
+
+  /** @internal */
+  attach(handle: Operations['handle']): void {
+    this.handle = handle;
+  }
+}
+
+/** The default export of an app module: registers routes on the app. */
+export type AppSetup = (app: App) => void | Promise<void>;
+
+/** Type helper for app modules: `export default defineApp((app) => { app.ws('/', {...}) })`. */
+export function defineApp(setup: AppSetup): AppSetup {
+  return setup;
+}

@@ -1,0 +1,28 @@
+/**
+ * Switchboard: a multi-threaded WebSocket server with native channels.
+ *
+ * ```ts
+ * import { Server } from 'switchboard';
+ * const server = new Server({ app: new URL('./app.js', import.meta.url) });
+ * await server.listen(8080);
+ * ```
+ */
+export { Server, type ListenAddress, type CloseOptions, type HandlerErrorInfo } from './server.js';
+export {
+  App,
+  defineApp,
+  type AppSetup,
+  type UpgradeRequest,
+  type UpgradeResponse,
+  type WebSocketBehavior,
+} from './app.js';
+export { WebSocket } from './websocket.js';
+export {
+  SendStatus,
+  type MessageData,
+  type PublishOptions,
+  type PublishTarget,
+  type Stats,
+} from './operations.js';
+export type { ServerOptions, RouteOptions, CompressionOptions } from './options.js';
+export { SwitchboardError, UpgradeRejection, ERROR_CODES, type ErrorCode } from './errors.js';

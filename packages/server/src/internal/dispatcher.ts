@@ -1,0 +1,222 @@
+/**
+ * Runs one worker's handlers. Events of a connection are handled in order;
+ * when a handler returns a promise, the connection's later events wait for
+ * it (other connections do not). A handler that throws or rejects closes
+ * only its own connection, with 1011, and the error is reported.
+ */
+import type { App, RegisteredRoute, UpgradeResponse } from '../app.js';
+import type { NativeServerHandle } from '../native.js';
+import { UpgradeRejection } from '../errors.js';
+import { WebSocket } from '../websocket.js';
+import {
+  KIND_CLOSE,
+  KIND_DRAIN,
+  KIND_MESSAGE,
+  KIND_OPEN,
+  KIND_UPGRADE,
+  type NativeEvent,
+  type UpgradeEvent,
+  decodeBatch,
+} from './events.js';
+
+/** A handler failure, as reported to the main thread. */
+export interface HandlerFailure {
+  handler: 'upgrade' | 'open' | 'message' | 'drain' | 'close';
+  connection: number;
+  error: unknown;
+}
+
+interface ConnectionState {
+  ws: WebSocket<unknown>;
+  route: RegisteredRoute;
+  /** Events waiting for an async handler of this connection to settle. */
+  backlog: NativeEvent[] | null;
+  failed: boolean;
+}
+
+function handlerOf(event: NativeEvent): HandlerFailure['handler'] {
+  switch (event.kind) {
+    case KIND_UPGRADE:
+      return 'upgrade';
+    case KIND_OPEN:
+      return 'open';
+    case KIND_MESSAGE:
+      return 'message';
+    case KIND_DRAIN:
+      return 'drain';
+    default:
+      return 'close';
+  }
+}
+
+function isPromise(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+}
+
+export class Dispatcher {
+  private readonly connections = new Map<number, ConnectionState>();
+  /** Data attached by `upgrade`, waiting for the connection's `open`. */
+  private readonly upgraded = new Map<number, unknown>();
+
+  constructor(
+    private readonly app: App,
+    private readonly native: NativeServerHandle,
+    private readonly workerIndex: number,
+    private readonly report: (failure: HandlerFailure) => void,
+  ) {}
+
+  /** Drain and handle everything queued for this worker. */
+  drain(): void {
+    // Events pushed while we handle these wake us again; loop a bounded
+    // number of times so timers and messages of this thread still run.
+    for (let round = 0; round < 16; round++) {
+      const batch = this.native.drain(this.workerIndex);
+      if (batch.length === 0) return;
+      decodeBatch(batch, (event) => this.onEvent(event));
+    }
+  }
+
+  get openConnections(): number {
+    return this.connections.size;
+  }
+
+  private onEvent(event: NativeEvent): void {
+    if (event.kind === KIND_UPGRADE) {
+      this.onUpgrade(event);
+      return;
+    }
+    if (event.kind === KIND_OPEN) {
+      const route = this.app.routes[event.route];
+      if (!route) return;
+      const data = this.upgraded.get(event.id);
+      this.upgraded.delete(event.id);
+      const ws = new WebSocket(this.native, event.id, data, event.remoteAddress, event.protocol, event.extensions);
+      this.connections.set(event.id, { ws, route, backlog: null, failed: false });
+    }
+    const state = this.connections.get(event.id);
+    if (!state) return;
+    if (state.backlog) {
+      state.backlog.push(event);
+      return;
+    }
+    this.run(state, event);
+  }
+
+  /** Handle one event; park the rest of the connection's events if async. */
+  private run(state: ConnectionState, event: NativeEvent): void {
+    const { ws, route } = state;
+    const behavior = route.behavior;
+    let handler: HandlerFailure['handler'];
+    let result: unknown;
+    try {
+      switch (event.kind) {
+        case KIND_OPEN:
+          handler = 'open';
+          result = behavior.open?.(ws as never);
+          break;
+        case KIND_MESSAGE:
+          handler = 'message';
+          if (state.failed) return;
+          result = behavior.message?.(ws as never, event.data, event.isBinary);
+          break;
+        case KIND_DRAIN:
+          handler = 'drain';
+          if (state.failed) return;
+          result = behavior.drain?.(ws as never);
+          break;
+        case KIND_CLOSE:
+          handler = 'close';
+          ws.isOpen = false;
+          this.connections.delete(event.id);
+          result = behavior.close?.(ws as never, event.code, event.reason);
+          break;
+        default:
+          return;
+      }
+    } catch (error) {
+      this.fail(state, handlerOf(event), error, event);
+      return;
+    }
+    if (isPromise(result)) {
+      state.backlog = [];
+      Promise.resolve(result).then(
+        () => this.resume(state),
+        (error: unknown) => {
+          this.fail(state, handler, error, event);
+          this.resume(state);
+        },
+      );
+    }
+  }
+
+  private resume(state: ConnectionState): void {
+    const backlog = state.backlog ?? [];
+    state.backlog = null;
+    while (backlog.length > 0 && !state.backlog) {
+      this.run(state, backlog.shift()!);
+    }
+    if (state.backlog && backlog.length > 0) {
+      // A handler went async again: the remaining events wait behind it.
+      (state.backlog as NativeEvent[]).unshift(...backlog);
+    }
+  }
+
+  private fail(state: ConnectionState, handler: HandlerFailure['handler'], error: unknown, event: NativeEvent): void {
+    this.report({ handler, connection: state.ws.id, error });
+    if (!state.failed && event.kind !== KIND_CLOSE) {
+      state.failed = true;
+      this.native.end(state.ws.id, 1011, 'ERR_HANDLER_FAILED');
+    }
+  }
+
+  private onUpgrade(event: UpgradeEvent): void {
+    const route = this.app.routes[event.route];
+    const hook = route?.behavior.upgrade;
+    if (!hook) {
+      this.native.resolveUpgrade(event.id, true, 0, '', null);
+      return;
+    }
+    let decided = false;
+    const decide = (accept: boolean, status: number, reason: string, data?: unknown, protocol?: string) => {
+      if (decided) return;
+      decided = true;
+      if (accept) this.upgraded.set(event.id, data);
+      const delivered = this.native.resolveUpgrade(event.id, accept, status, reason, protocol ?? null);
+      if (!delivered) this.upgraded.delete(event.id);
+    };
+    const res: UpgradeResponse<unknown> = {
+      accept: (data, options) => decide(true, 0, '', data, options?.protocol),
+      reject: (status, reason = '') => decide(false, status, reason),
+    };
+    const protocols = (event.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p.length > 0);
+    const req = {
+      path: event.path,
+      query: event.query,
+      searchParams: new URLSearchParams(event.query),
+      headers: event.headers,
+      remoteAddress: event.remoteAddress,
+      protocols,
+    };
+    const onError = (error: unknown) => {
+      if (error instanceof UpgradeRejection) {
+        decide(false, error.status, error.message);
+      } else {
+        this.report({ handler: 'upgrade', connection: event.id, error });
+        decide(false, 500, 'ERR_UPGRADE_REJECTED');
+      }
+    };
+    try {
+      const result = hook(req, res as UpgradeResponse<never>);
+      if (isPromise(result)) {
+        Promise.resolve(result).then((data) => decide(true, 0, '', data), onError);
+      } else {
+        decide(true, 0, '', result);
+      }
+    } catch (error) {
+      onError(error);
+    }
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Decodes a batch of events drained from the native queue. The layout is
+ * written by `crates/runtime/src/events.rs` (see its module docs): a byte
+ * buffer crosses the N-API boundary once per batch, and message payloads
+ * are handed out as views into it, without copying.
+ */
+
+export const KIND_UPGRADE = 1;
+export const KIND_OPEN = 2;
+export const KIND_MESSAGE = 3;
+export const KIND_CLOSE = 4;
+export const KIND_DRAIN = 5;
+
+export interface UpgradeEvent {
+  kind: typeof KIND_UPGRADE;
+  id: number;
+  route: number;
+  remoteAddress: string;
+  path: string;
+  query: string;
+  headers: Record<string, string>;
+}
+export interface OpenEvent {
+  kind: typeof KIND_OPEN;
+  id: number;
+  route: number;
+  remoteAddress: string;
+  protocol: string;
+  extensions: string;
+}
+export interface MessageEvent {
+  kind: typeof KIND_MESSAGE;
+  id: number;
+  data: Buffer;
+  isBinary: boolean;
+}
+export interface CloseEvent {
+  kind: typeof KIND_CLOSE;
+  id: number;
+  code: number;
+  reason: string;
+}
+export interface DrainEvent {
+  kind: typeof KIND_DRAIN;
+  id: number;
+}
+export type NativeEvent = UpgradeEvent | OpenEvent | MessageEvent | CloseEvent | DrainEvent;
+
+class Reader {
+  offset: number;
+  constructor(
+    readonly buffer: Buffer,
+    offset: number,
+  ) {
+    this.offset = offset;
+  }
+  u16(): number {
+    const v = this.buffer.readUInt16LE(this.offset);
+    this.offset += 2;
+    return v;
+  }
+  /** Ids are u64 on the wire and stay below 2^53. */
+  id(): number {
+    const low = this.buffer.readUInt32LE(this.offset);
+    const high = this.buffer.readUInt32LE(this.offset + 4);
+    this.offset += 8;
+    return high * 0x1_0000_0000 + low;
+  }
+  str(): string {
+    const length = this.u16();
+    const s = this.buffer.toString('utf8', this.offset, this.offset + length);
+    this.offset += length;
+    return s;
+  }
+}
+
+/** Calls `onEvent` for every event of a drained batch, in order. */
+export function decodeBatch(batch: Buffer, onEvent: (event: NativeEvent) => void): void {
+  let offset = 0;
+  while (offset < batch.length) {
+    const kind = batch[offset]!;
+    const length = batch.readUInt32LE(offset + 1);
+    const start = offset + 5;
+    const end = start + length;
+    const r = new Reader(batch, start);
+    switch (kind) {
+      case KIND_MESSAGE: {
+        const id = r.id();
+        const isBinary = batch[r.offset] === 1;
+        onEvent({ kind, id, isBinary, data: batch.subarray(r.offset + 1, end) });
+        break;
+      }
+      case KIND_OPEN:
+        onEvent({ kind, id: r.id(), route: r.u16(), remoteAddress: r.str(), protocol: r.str(), extensions: r.str() });
+        break;
+      case KIND_CLOSE: {
+        const id = r.id();
+        const code = r.u16();
+        onEvent({ kind, id, code, reason: batch.toString('utf8', r.offset, end) });
+        break;
+      }
+      case KIND_DRAIN:
+        onEvent({ kind, id: r.id() });
+        break;
+      case KIND_UPGRADE: {
+        const id = r.id();
+        const route = r.u16();
+        const remoteAddress = r.str();
+        const path = r.str();
+        const query = r.str();
+        const count = r.u16();
+        const headers: Record<string, string> = {};
+        for (let i = 0; i < count; i++) {
+          const name = r.str();
+          const value = r.str();
+          // Repeated headers join with ", " as HTTP allows (RFC 9110 §5.3).
+          headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+        }
+        onEvent({ kind, id, route, remoteAddress, path, query, headers });
+        break;
+      }
+      default:
+        throw new Error(`ERR_INTERNAL: unknown native event kind ${kind}`);
+    }
+    offset = end;
+  }
+}

@@ -1,0 +1,54 @@
+/** Messages between the main thread and worker threads. */
+import type { NativeRouteOptions, NativeStaticRoute } from '../native.js';
+
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+  code?: string;
+}
+
+export type ToWorker =
+  | { type: 'attach'; serverId: number }
+  | { type: 'ping'; seq: number }
+  | { type: 'final-drain' };
+
+export type FromWorker =
+  | { type: 'routes'; routes: NativeRouteOptions[]; staticRoutes: NativeStaticRoute[] }
+  | { type: 'load-error'; error: SerializedError }
+  | { type: 'attached' }
+  | { type: 'pong'; seq: number }
+  | { type: 'handler-error'; handler: string; connection: number; error: SerializedError }
+  | { type: 'drained' };
+
+export function serializeError(error: unknown): SerializedError {
+  if (error instanceof Error) {
+    const out: SerializedError = { name: error.name, message: error.message };
+    if (error.stack !== undefined) out.stack = error.stack;
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === 'string') out.code = code;
+    return out;
+  }
+  return { name: 'Error', message: String(error) };
+}
+
+export function deserializeError(error: SerializedError): Error {
+  const out = new Error(error.message);
+  out.name = error.name;
+  if (error.stack !== undefined) out.stack = error.stack;
+  if (error.code !== undefined) Object.assign(out, { code: error.code });
+  return out;
+}
+
+/** Load an app module and run its setup on `app`. */
+export async function loadApp(
+  app: { ws: unknown },
+  specifier: string,
+): Promise<void> {
+  const module = (await import(specifier)) as { default?: unknown; setup?: unknown };
+  const setup = module.default ?? module.setup;
+  if (typeof setup !== 'function') {
+    throw new Error(`the app module ${specifier} must export a default function (use defineApp)`);
+  }
+  await (setup as (app: unknown) => unknown)(app);
+}

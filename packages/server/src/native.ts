@@ -1,0 +1,136 @@
+/**
+ * Loads the native addon (built from `crates/node`) and types its surface.
+ * The addon is a shared library: loading it in every worker thread is
+ * cheap and they all share one process-wide registry of servers.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+/** Options as the native layer takes them (see `crates/node/src/options.rs`). */
+export interface NativeCompressionOptions {
+  serverNoContextTakeover?: boolean;
+  clientNoContextTakeover?: boolean;
+  serverMaxWindowBits?: number;
+  clientMaxWindowBits?: number;
+  threshold?: number;
+}
+
+export interface NativeRouteOptions {
+  path: string;
+  hasUpgradeHook: boolean;
+  protocols?: string[];
+  maxPayloadLength?: number;
+  maxFragments?: number;
+  idleTimeoutMs?: number;
+  pingIntervalMs?: number;
+  maxBackpressure?: number;
+  slowConsumer?: 'drop' | 'close';
+  compression?: NativeCompressionOptions;
+  allowedOrigins?: string[];
+}
+
+export interface NativeStaticRoute {
+  path: string;
+  contentType: string;
+  body: Buffer;
+}
+
+export interface NativeServerOptions {
+  routes: NativeRouteOptions[];
+  staticRoutes?: NativeStaticRoute[];
+  workers: number;
+  ioThreads?: number;
+  maxConnections?: number;
+  maxHeadBytes?: number;
+  handshakeTimeoutMs?: number;
+  upgradeTimeoutMs?: number;
+  closeTimeoutMs?: number;
+  maxWorkerQueueBytes?: number;
+}
+
+export interface NativeWorkerStats {
+  connectionsOpen: number;
+  messagesIn: number;
+  queuedEventBytes: number;
+}
+
+export interface NativeStats {
+  connectionsOpen: number;
+  connectionsTotal: number;
+  handshakesRejected: number;
+  messagesIn: number;
+  bytesIn: number;
+  messagesOut: number;
+  bytesOut: number;
+  messagesDropped: number;
+  protocolErrors: number;
+  outboundBufferedBytes: number;
+  channels: number;
+  subscriptions: number;
+  workers: NativeWorkerStats[];
+}
+
+export interface NativeServerHandle {
+  readonly id: number;
+  listen(host: string, port: number): { host: string; port: number };
+  attachWorker(index: number, wake: () => void): void;
+  detachWorker(index: number): void;
+  drain(index: number): Buffer;
+  send(connection: number, data: Uint8Array, binary: boolean): number;
+  end(connection: number, code: number, reason: string): boolean;
+  terminate(connection: number): boolean;
+  bufferedAmount(connection: number): number;
+  resolveUpgrade(
+    connection: number,
+    accept: boolean,
+    status: number,
+    reason: string,
+    protocol?: string | null,
+  ): boolean;
+  publish(channel: string, data: Uint8Array, binary: boolean, exclude?: number | null): number;
+  publishTo(
+    channels: string[],
+    subscribers: number[],
+    data: Uint8Array,
+    binary: boolean,
+    exclude?: number | null,
+  ): number;
+  subscribe(subscribers: number[], channel: string, delta: number): number[];
+  unsubscribe(subscriber: number, channel: string): boolean;
+  isSubscribed(subscriber: number, channel: string): boolean;
+  subscriberCount(channel: string): number;
+  channelsOf(subscriber: number): string[];
+  subscribersOf(channel: string): number[];
+  copySubscriptions(from: string, to: string): number[];
+  createVirtualSocket(target: number, tag?: Uint8Array | null): number;
+  deleteVirtualSocket(id: number, expectedTarget?: number | null): number[];
+  workerDied(index: number): number;
+  stats(): NativeStats;
+  close(drainTimeoutMs: number): Promise<void>;
+}
+
+interface NativeModule {
+  ServerHandle: {
+    create(options: NativeServerOptions): NativeServerHandle;
+    open(id: number): NativeServerHandle;
+  };
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** `dist/esm/native.js` → `<package>/native/`. */
+const nativeDir = path.resolve(here, '..', '..', 'native');
+const addonPath =
+  process.env.SWITCHBOARD_NATIVE ?? path.join(nativeDir, `switchboard.${process.platform}-${process.arch}.node`);
+
+function load(): NativeModule {
+  if (!existsSync(addonPath)) {
+    throw new Error(
+      `ERR_NATIVE_MISSING: the native addon is not built (${addonPath}); run \`npm run build\` at the repository root`,
+    );
+  }
+  return createRequire(import.meta.url)(addonPath) as NativeModule;
+}
+
+export const native: NativeModule = load();

@@ -1,0 +1,166 @@
+/**
+ * Channel and connection operations that work from any thread: the main
+ * thread (`Server`) and every worker (`App`) share this one implementation.
+ * Each is one synchronous native call that only enqueues: fan-out happens
+ * natively, no JavaScript runs per recipient.
+ */
+import { EventEmitter } from 'node:events';
+import type { NativeServerHandle, NativeStats } from './native.js';
+import { SwitchboardError, liftNativeError } from './errors.js';
+
+/** What may be sent: text (a string) or bytes. */
+export type MessageData = string | ArrayBuffer | ArrayBufferView;
+
+/** The outcome of a send. */
+export const SendStatus = {
+  /** Queued; the connection keeps up. */
+  SENT: 0,
+  /** Queued behind unread data; a `drain` event follows when it catches up. */
+  BUFFERED: 1,
+  /** Refused: over `maxBackpressure` (counted in `messagesDropped`), or closed by the slow-consumer policy. */
+  DROPPED: 2,
+  /** Refused: the connection is closed or closing. */
+  CLOSED: 3,
+} as const;
+export type SendStatus = (typeof SendStatus)[keyof typeof SendStatus];
+
+/** Server counters (see `docs/api.md#stats`). */
+export type Stats = NativeStats;
+
+/** A target of `publishTo`: a channel name, or a connection / virtual socket id. */
+export type PublishTarget = string | number;
+
+export interface PublishOptions {
+  /** Treat the message as binary (default: true unless `data` is a string). */
+  binary?: boolean;
+  /** Skip this connection (the sender). */
+  exclude?: number;
+}
+
+const encoder = new TextEncoder();
+
+/** Bytes and binary flag of a message, without copying bytes that are already bytes. */
+export function toBytes(data: MessageData, binary?: boolean): [Uint8Array, boolean] {
+  if (typeof data === 'string') return [encoder.encode(data), binary ?? false];
+  if (data instanceof Uint8Array) return [data, binary ?? true];
+  if (ArrayBuffer.isView(data)) return [new Uint8Array(data.buffer, data.byteOffset, data.byteLength), binary ?? true];
+  if (data instanceof ArrayBuffer) return [new Uint8Array(data), binary ?? true];
+  throw new SwitchboardError('ERR_INVALID_OPTION', 'a message must be a string, an ArrayBuffer or a typed array');
+}
+
+export class Operations extends EventEmitter {
+  /** Set once the server is listening (main) or the worker is attached. */
+  protected handle: NativeServerHandle | undefined;
+
+  protected get native(): NativeServerHandle {
+    if (!this.handle) throw new SwitchboardError('ERR_NOT_LISTENING', 'the server is not listening');
+    return this.handle;
+  }
+
+  /** Send to one connection (from any worker). */
+  send(connection: number, data: MessageData, binary?: boolean): SendStatus {
+    const [bytes, isBinary] = toBytes(data, binary);
+    return this.native.send(connection, bytes, isBinary) as SendStatus;
+  }
+
+  /** Publish to a channel; returns the number of recipients. */
+  publish(channel: string, data: MessageData, options: PublishOptions = {}): number {
+    const [bytes, isBinary] = toBytes(data, options.binary);
+    return this.native.publish(channel, bytes, isBinary, options.exclude ?? null);
+  }
+
+  /**
+   * Publish to a mixed list of channels (strings) and connections or virtual
+   * sockets (numbers). A subscriber reached through several targets gets the
+   * message once. Returns the number of recipients.
+   */
+  publishTo(targets: readonly PublishTarget[], data: MessageData, options: PublishOptions = {}): number {
+    const channels: string[] = [];
+    const ids: number[] = [];
+    for (const t of targets) (typeof t === 'string' ? channels : ids).push(t as never);
+    const [bytes, isBinary] = toBytes(data, options.binary);
+    return this.native.publishTo(channels, ids, bytes, isBinary, options.exclude ?? null);
+  }
+
+  /**
+   * Add `delta` (default 1) to the subscription count of each subscriber
+   * (a connection or virtual socket id) on `channel`; a count reaching 0
+   * unsubscribes. Returns the ids whose membership changed.
+   */
+  subscribe(subscribers: number | readonly number[], channel: string, delta = 1): number[] {
+    const ids = typeof subscribers === 'number' ? [subscribers] : [...subscribers];
+    return this.native.subscribe(ids, channel, delta);
+  }
+
+  /** Remove a subscription whatever its count; true if there was one. */
+  unsubscribe(subscriber: number, channel: string): boolean {
+    return this.native.unsubscribe(subscriber, channel);
+  }
+
+  isSubscribed(subscriber: number, channel: string): boolean {
+    return this.native.isSubscribed(subscriber, channel);
+  }
+
+  /** Subscribers of a channel (uWebSockets.js `numSubscribers`). */
+  numSubscribers(channel: string): number {
+    return this.native.subscriberCount(channel);
+  }
+
+  hasSubscriptions(channel: string): boolean {
+    return this.native.subscriberCount(channel) > 0;
+  }
+
+  /** Ids subscribed to a channel. */
+  subscribers(channel: string): number[] {
+    return this.native.subscribersOf(channel);
+  }
+
+  /** Channels a connection or virtual socket is subscribed to (uWebSockets.js `getTopics`). */
+  getTopics(subscriber: number): string[] {
+    return this.native.channelsOf(subscriber);
+  }
+
+  /** Subscribe every subscriber of `from` to `to`; returns the newly subscribed ids. */
+  copySubscriptions(from: string, to: string): number[] {
+    return this.native.copySubscriptions(from, to);
+  }
+
+  /**
+   * Create a virtual socket pointing at a connection or another virtual
+   * socket. It subscribes like a connection; what it receives goes to its
+   * target with `tag` in front. Returns its id.
+   */
+  createVirtualSocket(target: number, tag?: MessageData): number {
+    const id = this.native.createVirtualSocket(target, tag === undefined ? null : toBytes(tag)[0]);
+    if (id < 0) throw new SwitchboardError('ERR_INVALID_OPTION', `no connection or virtual socket ${target}`);
+    return id;
+  }
+
+  /**
+   * Delete a virtual socket and every virtual socket pointing at it, with
+   * all their subscriptions. With `expectedTarget`, only if it points there.
+   * Returns the deleted ids.
+   */
+  deleteVirtualSocket(id: number, expectedTarget?: number): number[] {
+    try {
+      return this.native.deleteVirtualSocket(id, expectedTarget ?? null);
+    } catch (error) {
+      throw liftNativeError(error);
+    }
+  }
+
+  /** Start the closing handshake of any connection. */
+  end(connection: number, code = 1000, reason = ''): boolean {
+    return this.native.end(connection, code, reason);
+  }
+
+  /** Drop any connection without a closing handshake. */
+  terminate(connection: number): boolean {
+    return this.native.terminate(connection);
+  }
+
+  /** Counters of the whole server and of each worker. */
+  stats(): Stats {
+    return this.native.stats();
+  }
+}

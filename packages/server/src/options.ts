@@ -1,0 +1,135 @@
+/**
+ * User-facing options. Every limit has a documented default (the native
+ * layer applies it when an option is left out, so it is written once, in
+ * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
+ */
+import type { NativeRouteOptions, NativeServerOptions } from './native.js';
+import { SwitchboardError } from './errors.js';
+
+/** permessage-deflate (RFC 7692). Off unless given. */
+export interface CompressionOptions {
+  /** Reset our compressor after every message (less memory, worse ratio). Default false. */
+  serverNoContextTakeover?: boolean;
+  /** Ask the client to reset its compressor after every message. Default false. */
+  clientNoContextTakeover?: boolean;
+  /** Our LZ77 window, 9..15. Default 15. */
+  serverMaxWindowBits?: number;
+  /** The client's window, 9..15. Default 15. */
+  clientMaxWindowBits?: number;
+  /** Messages shorter than this many bytes are sent uncompressed. Default 64 (see native default). */
+  threshold?: number;
+}
+
+/** Limits and policies of one WebSocket route. */
+export interface RouteOptions {
+  /** Subprotocols this route speaks; the first one the client offers is chosen. */
+  protocols?: string[];
+  /** Largest message, after reassembly and inflation. Default 16 MiB. Larger: close 1009. */
+  maxPayloadLength?: number;
+  /** Most frames in one fragmented message (0 = no limit). Default 1024. Over: close 1009. */
+  maxFragments?: number;
+  /** Seconds without any incoming data before the server closes with 1001 (0 = never). Default 120. */
+  idleTimeout?: number;
+  /** Seconds of quiet before the server pings (0 = never). Default 30. */
+  pingInterval?: number;
+  /** Bytes queued for one connection beyond which the slow-consumer policy applies. Default 1 MiB. */
+  maxBackpressure?: number;
+  /** `'drop'` refuses new messages (send reports DROPPED); `'close'` closes with 1008. Default `'drop'`. */
+  slowConsumer?: 'drop' | 'close';
+  /** permessage-deflate; `true` for defaults. Default off. */
+  compression?: boolean | CompressionOptions;
+  /** Allowed `Origin` header values; empty or absent = any origin. Others get 403. */
+  allowedOrigins?: string[];
+}
+
+/** Options of `new Server(options)`. */
+export interface ServerOptions {
+  /**
+   * The application module, loaded in every worker thread: a file URL or
+   * path whose default export is the function given to `defineApp`.
+   */
+  app?: string | URL;
+  /** Worker threads that run handlers. Default: the number of cores. 0 runs them on the main thread. */
+  workers?: number;
+  /** Native I/O threads. Default: the number of cores. */
+  ioThreads?: number;
+  /** Open connections beyond which new ones get HTTP 503. Default 100 000. */
+  maxConnections?: number;
+  /** Largest HTTP request head in bytes. Default 8 KiB; larger gets 431. */
+  maxHeadBytes?: number;
+  /** Seconds a client has to send its upgrade request. Default 10; then 408. */
+  handshakeTimeout?: number;
+  /** Seconds an `upgrade` hook has to decide. Default 10; then 503. */
+  upgradeTimeout?: number;
+  /** Seconds to wait for the peer's close frame after ours. Default 5. */
+  closeTimeout?: number;
+  /** Bytes of undelivered events per worker before connections of that worker stop reading. Default 8 MiB. */
+  maxWorkerQueueBytes?: number;
+  /** Milliseconds a worker has to answer the watchdog before it is replaced. Default 3000. */
+  watchdogTimeout?: number;
+  /** Milliseconds between watchdog pings. Default 500. */
+  watchdogInterval?: number;
+}
+
+/** Defaults of the options the TypeScript layer applies itself. */
+export const DEFAULTS = {
+  watchdogTimeout: 3000,
+  watchdogInterval: 500,
+  drainTimeout: 5000,
+} as const;
+
+function seconds(name: string, value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `${name} must be a number of seconds >= 0, got ${String(value)}`);
+  }
+  return Math.round(value * 1000);
+}
+
+function count(name: string, value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `${name} must be an integer in 0..2^32-1, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Route options as the native layer takes them. */
+export function nativeRoute(path: string, options: RouteOptions, hasUpgradeHook: boolean): NativeRouteOptions {
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `a route path must start with "/", got ${JSON.stringify(path)}`);
+  }
+  if (options.slowConsumer !== undefined && options.slowConsumer !== 'drop' && options.slowConsumer !== 'close') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `slowConsumer must be 'drop' or 'close'`);
+  }
+  const route: NativeRouteOptions = { path, hasUpgradeHook };
+  if (options.protocols) route.protocols = [...options.protocols];
+  const set = <K extends keyof NativeRouteOptions>(key: K, value: NativeRouteOptions[K] | undefined) => {
+    if (value !== undefined) route[key] = value;
+  };
+  set('maxPayloadLength', count('maxPayloadLength', options.maxPayloadLength));
+  set('maxFragments', count('maxFragments', options.maxFragments));
+  set('idleTimeoutMs', seconds('idleTimeout', options.idleTimeout));
+  set('pingIntervalMs', seconds('pingInterval', options.pingInterval));
+  set('maxBackpressure', count('maxBackpressure', options.maxBackpressure));
+  set('slowConsumer', options.slowConsumer);
+  if (options.compression) route.compression = options.compression === true ? {} : { ...options.compression };
+  if (options.allowedOrigins) route.allowedOrigins = [...options.allowedOrigins];
+  return route;
+}
+
+/** Server options as the native layer takes them (routes added by the caller). */
+export function nativeServer(options: ServerOptions, workers: number): Omit<NativeServerOptions, 'routes'> {
+  const out: Omit<NativeServerOptions, 'routes'> = { workers: Math.max(1, workers) };
+  const set = <K extends Exclude<keyof NativeServerOptions, 'routes'>>(key: K, value: NativeServerOptions[K] | undefined) => {
+    if (value !== undefined) out[key] = value;
+  };
+  set('ioThreads', count('ioThreads', options.ioThreads));
+  set('maxConnections', count('maxConnections', options.maxConnections));
+  set('maxHeadBytes', count('maxHeadBytes', options.maxHeadBytes));
+  set('handshakeTimeoutMs', seconds('handshakeTimeout', options.handshakeTimeout));
+  set('upgradeTimeoutMs', seconds('upgradeTimeout', options.upgradeTimeout));
+  set('closeTimeoutMs', seconds('closeTimeout', options.closeTimeout));
+  set('maxWorkerQueueBytes', count('maxWorkerQueueBytes', options.maxWorkerQueueBytes));
+  return out;
+}

@@ -1,0 +1,201 @@
+/**
+ * The server, on the main thread: options, the worker pool (or the main
+ * thread as the single worker with `workers: 0`), listening and shutdown.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { App, type WebSocketBehavior } from './app.js';
+import { SwitchboardError, liftNativeError } from './errors.js';
+import { Dispatcher } from './internal/dispatcher.js';
+import { loadApp } from './internal/protocol.js';
+import { native, type NativeServerHandle } from './native.js';
+import { Operations } from './operations.js';
+import { DEFAULTS, type ServerOptions, nativeServer } from './options.js';
+import { WorkerPool, type RouteTable } from './workers/pool.js';
+
+/** An address the server listens on. */
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export interface CloseOptions {
+  /** Milliseconds to wait for connections to finish their closing handshake. Default 5000. */
+  drainTimeout?: number;
+}
+
+/** Information given with `handlerError` events. */
+export interface HandlerErrorInfo {
+  worker: number;
+  handler: string;
+  connection: number;
+}
+
+function specifierOf(app: string | URL): string {
+  if (app instanceof URL) return app.href;
+  if (app.startsWith('file:')) return app;
+  return pathToFileURL(path.resolve(app)).href;
+}
+
+/**
+ * A Switchboard server.
+ *
+ * Events: `handlerError(error, info)` when a handler throws or rejects (its
+ * connection is closed with 1011; without a listener the error is printed),
+ * `workerReplaced({ worker, code })` when the watchdog replaced a worker.
+ */
+export class Server extends Operations {
+  private readonly options: ServerOptions;
+  private readonly workerCount: number;
+  /** Routes registered inline (`server.ws`) run on the main thread. */
+  private readonly local = new App(0);
+  private pool: WorkerPool | undefined;
+  private dispatcher: Dispatcher | undefined;
+  private state: 'idle' | 'starting' | 'listening' | 'closing' | 'closed' = 'idle';
+  private bound: ListenAddress[] = [];
+
+  constructor(options: ServerOptions = {}) {
+    super();
+    this.options = { ...options };
+    const workers = options.workers ?? os.availableParallelism();
+    if (!Number.isInteger(workers) || workers < 0) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `workers must be an integer >= 0, got ${String(workers)}`);
+    }
+    this.workerCount = workers;
+    // Validate now rather than at listen().
+    nativeServer(this.options, workers);
+  }
+
+  /** Register a WebSocket route on the main thread (with `workers: 0`). */
+  ws<UserData = unknown>(path: string, behavior: WebSocketBehavior<UserData>): this {
+    if (this.workerCount > 0) {
+      throw new SwitchboardError(
+        'ERR_INVALID_OPTION',
+        'inline routes run on the main thread: use `workers: 0`, or register routes in the app module',
+      );
+    }
+    this.local.ws(path, behavior);
+    return this;
+  }
+
+  /** Answer `GET path` with a fixed body (main-thread registration). */
+  get(path: string, response: { body: string | Uint8Array; contentType?: string }): this {
+    this.local.get(path, response);
+    return this;
+  }
+
+  /** The first listening port (0 before `listen`). */
+  get port(): number {
+    return this.bound[0]?.port ?? 0;
+  }
+
+  /** Every address the server listens on. */
+  get addresses(): ListenAddress[] {
+    return [...this.bound];
+  }
+
+  /**
+   * Start the workers and listen. `listen(port, host)` or a list of
+   * addresses sharing one server state. Host defaults to 127.0.0.1.
+   */
+  async listen(port: number | ListenAddress[] = 0, host = '127.0.0.1'): Promise<ListenAddress[]> {
+    if (this.state !== 'idle') {
+      throw new SwitchboardError('ERR_ALREADY_LISTENING', `the server is ${this.state}`);
+    }
+    this.state = 'starting';
+    const addresses = typeof port === 'number' ? [{ host, port }] : port;
+    try {
+      const table = await this.loadRoutes();
+      if (table.routes.length === 0 && table.staticRoutes.length === 0) {
+        throw new SwitchboardError('ERR_NO_ROUTES', 'the app registered no route');
+      }
+      const handle = native.ServerHandle.create({
+        ...nativeServer(this.options, this.workerCount),
+        routes: table.routes,
+        staticRoutes: table.staticRoutes,
+      });
+      this.handle = handle;
+      this.local.attach(handle);
+      await this.attachWorkers(handle);
+      for (const address of addresses) this.bound.push(handle.listen(address.host, address.port));
+    } catch (error) {
+      this.state = 'idle';
+      await this.pool?.terminateAll();
+      this.pool = undefined;
+      if (this.handle) {
+        await this.handle.close(0);
+        this.handle = undefined;
+      }
+      this.bound = [];
+      throw liftNativeError(error);
+    }
+    this.state = 'listening';
+    return this.addresses;
+  }
+
+  private async loadRoutes(): Promise<RouteTable> {
+    if (this.workerCount === 0) {
+      if (this.options.app) await loadApp(this.local, specifierOf(this.options.app));
+      return { routes: this.local.routes.map((r) => r.native), staticRoutes: this.local.staticRoutes };
+    }
+    if (!this.options.app) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', 'with worker threads, `app` must name the app module');
+    }
+    this.pool = new WorkerPool(
+      specifierOf(this.options.app),
+      this.workerCount,
+      {
+        interval: this.options.watchdogInterval ?? DEFAULTS.watchdogInterval,
+        timeout: this.options.watchdogTimeout ?? DEFAULTS.watchdogTimeout,
+      },
+      {
+        handlerError: (error, info) => this.reportHandlerError(error, info),
+        workerReplaced: (info) => this.emit('workerReplaced', info),
+      },
+    );
+    const table = await this.pool.start();
+    // Static routes may also be registered on the main thread.
+    return { routes: table.routes, staticRoutes: [...table.staticRoutes, ...this.local.staticRoutes] };
+  }
+
+  private async attachWorkers(handle: NativeServerHandle): Promise<void> {
+    if (this.pool) {
+      await this.pool.attach(handle);
+      return;
+    }
+    const dispatcher = new Dispatcher(this.local, handle, 0, (failure) =>
+      this.reportHandlerError(failure.error, { worker: 0, handler: failure.handler, connection: failure.connection }),
+    );
+    this.dispatcher = dispatcher;
+    handle.attachWorker(0, () => dispatcher.drain());
+  }
+
+  private reportHandlerError(error: unknown, info: HandlerErrorInfo): void {
+    if (this.listenerCount('handlerError') > 0) {
+      this.emit('handlerError', error, info);
+    } else {
+      console.error(`switchboard: ${info.handler} handler failed (connection ${info.connection}, worker ${info.worker}):`, error);
+    }
+  }
+
+  /**
+   * Graceful shutdown: stop accepting, close every connection with 1001,
+   * wait up to `drainTimeout` for closing handshakes, force the rest, then
+   * run the last `close` handlers and stop the workers.
+   */
+  async close(options: CloseOptions = {}): Promise<void> {
+    if (this.state !== 'listening') return;
+    this.state = 'closing';
+    const handle = this.handle!;
+    await handle.close(options.drainTimeout ?? DEFAULTS.drainTimeout);
+    if (this.pool) {
+      await this.pool.shutdown(2000);
+    } else {
+      this.dispatcher?.drain();
+      handle.detachWorker(0);
+    }
+    this.state = 'closed';
+    this.bound = [];
+  }
+}

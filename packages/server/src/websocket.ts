@@ -1,0 +1,82 @@
+/**
+ * The connection object handlers receive. It lives in the worker the
+ * connection is pinned to; every method is a synchronous native call.
+ */
+import type { NativeServerHandle } from './native.js';
+import { type MessageData, type PublishOptions, type SendStatus, toBytes } from './operations.js';
+
+export class WebSocket<UserData = unknown> {
+  /** Whether the connection is still open (false after its `close` event). */
+  isOpen = true;
+
+  /** @internal */
+  constructor(
+    private readonly native: NativeServerHandle,
+    /** Connection id: a number any worker can use to send, subscribe or close. */
+    readonly id: number,
+    /** What the `upgrade` hook attached (undefined without a hook). */
+    readonly data: UserData,
+    /** The peer's address, `ip:port`. */
+    readonly remoteAddress: string,
+    /** The negotiated subprotocol, or `''`. */
+    readonly protocol: string,
+    /** The negotiated extensions (`Sec-WebSocket-Extensions`), or `''`. */
+    readonly extensions: string,
+  ) {}
+
+  /** Send a message; text for strings unless `isBinary` says otherwise. */
+  send(data: MessageData, isBinary?: boolean): SendStatus {
+    const [bytes, binary] = toBytes(data, isBinary);
+    return this.native.send(this.id, bytes, binary) as SendStatus;
+  }
+
+  /** Start the closing handshake (default 1000). */
+  end(code = 1000, reason = ''): void {
+    this.native.end(this.id, code, reason);
+  }
+
+  /** Drop the connection without a closing handshake (the peer sees 1006). */
+  close(): void {
+    this.native.terminate(this.id);
+  }
+
+  /** Bytes queued for this connection and not yet written. */
+  getBufferedAmount(): number {
+    return Math.max(0, this.native.bufferedAmount(this.id));
+  }
+
+  /** Subscribe to a channel; true if it was not subscribed. */
+  subscribe(channel: string): boolean {
+    return this.native.subscribe([this.id], channel, 1).length > 0;
+  }
+
+  /** Unsubscribe from a channel, whatever the refcount; true if it was subscribed. */
+  unsubscribe(channel: string): boolean {
+    return this.native.unsubscribe(this.id, channel);
+  }
+
+  isSubscribed(channel: string): boolean {
+    return this.native.isSubscribed(this.id, channel);
+  }
+
+  /** The channels this connection is subscribed to. */
+  getTopics(): string[] {
+    return this.native.channelsOf(this.id);
+  }
+
+  /** Publish to a channel, excluding this connection (as uWebSockets.js does). */
+  publish(channel: string, data: MessageData, options: PublishOptions = {}): number {
+    const [bytes, binary] = toBytes(data, options.binary);
+    return this.native.publish(channel, bytes, binary, options.exclude ?? this.id);
+  }
+
+  /**
+   * Run `fn`; sends inside it go out together. Every send is already
+   * batched natively until the I/O thread flushes, so this exists for
+   * uWebSockets.js compatibility and costs nothing.
+   */
+  cork(fn: () => void): this {
+    fn();
+    return this;
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Entry point of a worker thread: loads the app module, reports its routes,
+ * then attaches to the native server and runs the dispatcher.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { App } from '../app.js';
+import { native } from '../native.js';
+import { Dispatcher } from '../internal/dispatcher.js';
+import { type FromWorker, type ToWorker, loadApp, serializeError } from '../internal/protocol.js';
+
+interface WorkerData {
+  app: string;
+  index: number;
+}
+
+const port = parentPort!;
+const { app: specifier, index } = workerData as WorkerData;
+const post = (message: FromWorker) => port.postMessage(message);
+
+const app = new App(index);
+try {
+  await loadApp(app, specifier);
+  post({ type: 'routes', routes: app.routes.map((r) => r.native), staticRoutes: app.staticRoutes });
+} catch (error) {
+  post({ type: 'load-error', error: serializeError(error) });
+  port.close();
+}
+
+let dispatcher: Dispatcher | undefined;
+let handle: ReturnType<typeof native.ServerHandle.open> | undefined;
+
+port.on('message', (message: ToWorker) => {
+  switch (message.type) {
+    case 'attach': {
+      handle = native.ServerHandle.open(message.serverId);
+      app.attach(handle);
+      const d = new Dispatcher(app, handle, index, (failure) =>
+        post({
+          type: 'handler-error',
+          handler: failure.handler,
+          connection: failure.connection,
+          error: serializeError(failure.error),
+        }),
+      );
+      dispatcher = d;
+      handle.attachWorker(index, () => d.drain());
+      post({ type: 'attached' });
+      break;
+    }
+    case 'ping':
+      post({ type: 'pong', seq: message.seq });
+      break;
+    case 'final-drain':
+      dispatcher?.drain();
+      handle?.detachWorker(index);
+      post({ type: 'drained' });
+      port.close();
+      break;
+  }
+});

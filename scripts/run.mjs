@@ -1,0 +1,146 @@
+#!/usr/bin/env node
+// The two commands of the README, and the build they share:
+//   npm run demo   installs, builds, starts the chat demo
+//   npm test       installs, builds, runs every test (Rust, Node, interop, conformance)
+//   npm run build  installs and builds (native addon + TypeScript)
+// Each step is idempotent and quick when nothing changed.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cache = process.env.SB_CACHE ?? path.join(os.homedir(), '.cache', 'switchboard');
+// A target directory outside the clone: fresh clones (CI) reuse compiled crates.
+const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(cache, 'target');
+const env = { ...process.env, CARGO_TARGET_DIR: targetDir };
+
+function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', env, ...options });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+function must(command, args, options) {
+  const status = run(command, args, options);
+  if (status !== 0) {
+    console.error(`\n${command} ${args.join(' ')} failed with exit code ${status}`);
+    process.exit(status);
+  }
+}
+
+function step(title) {
+  console.log(`\n\u001b[1m== ${title}\u001b[0m`);
+}
+
+function ensureDependencies() {
+  const marker = path.join(root, 'node_modules', '.package-lock.json');
+  const lock = path.join(root, 'package-lock.json');
+  const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs);
+  if (!stale) return;
+  step('npm install');
+  // `npm ci` can fail here: the registry answers 404 for other platforms'
+  // optional packages, so the lockfile may lack them. `npm install` copes.
+  must('npm', ['install', '--no-audit', '--no-fund']);
+}
+
+function buildNative() {
+  step('native addon (cargo build --release)');
+  must('cargo', ['build', '--release', '--locked', '-p', 'switchboard-node']);
+  const built = path.join(targetDir, 'release', 'libswitchboard_node.so');
+  const outDir = path.join(root, 'packages', 'server', 'native');
+  mkdirSync(outDir, { recursive: true });
+  copyFileSync(built, path.join(outDir, `switchboard.${process.platform}-${process.arch}.node`));
+}
+
+function buildTypeScript() {
+  step('TypeScript');
+  must('npx', ['--no-install', 'tsc', '-p', 'packages/server/tsconfig.json']);
+  must('node', ['scripts/write-cjs-entry.mjs']);
+}
+
+function build() {
+  ensureDependencies();
+  buildNative();
+  buildTypeScript();
+}
+
+function testFiles(dir) {
+  const out = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...testFiles(full));
+    else if (entry.name.endsWith('.test.mjs')) out.push(full);
+  }
+  return out.sort();
+}
+
+function runCaptured(title, command, args, parse) {
+  step(title);
+  const result = spawnSync(command, args, { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024 });
+  process.stdout.write(result.stdout ?? '');
+  process.stderr.write(result.stderr ?? '');
+  const counts = parse(`${result.stdout}\n${result.stderr}`);
+  if (result.status !== 0 && counts.failed === 0) counts.failed = 1;
+  return counts;
+}
+
+function cargoCounts(text) {
+  let passed = 0;
+  let failed = 0;
+  for (const m of text.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
+    passed += Number(m[1]);
+    failed += Number(m[2]);
+  }
+  return { passed, failed };
+}
+
+function nodeCounts(text) {
+  const pass = [...text.matchAll(/^ℹ pass (\d+)$/gm)].at(-1);
+  const fail = [...text.matchAll(/^ℹ fail (\d+)$/gm)].at(-1);
+  const cancelled = [...text.matchAll(/^ℹ cancelled (\d+)$/gm)].at(-1);
+  return { passed: Number(pass?.[1] ?? 0), failed: Number(fail?.[1] ?? 0) + Number(cancelled?.[1] ?? 0) };
+}
+
+function test() {
+  build();
+  const totals = { passed: 0, failed: 0 };
+  const add = (c) => {
+    totals.passed += c.passed;
+    totals.failed += c.failed;
+  };
+  add(runCaptured('Rust tests (cargo test --workspace)', 'cargo', ['test', '--workspace', '--release', '--locked'], cargoCounts));
+  step('Python environment for interop and conformance');
+  must('bash', ['scripts/setup-python.sh']);
+  const files = testFiles(path.join(root, 'tests')).map((f) => path.relative(root, f));
+  add(
+    runCaptured(
+      'Node tests (node --test)',
+      'node',
+      ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
+      nodeCounts,
+    ),
+  );
+  console.log(`\ntests: ${totals.passed} passed, ${totals.failed} failed`);
+  process.exit(totals.failed === 0 && totals.passed > 0 ? 0 : 1);
+}
+
+const command = process.argv[2];
+switch (command) {
+  case 'build':
+    build();
+    break;
+  case 'test':
+    test();
+    break;
+  case 'demo': {
+    build();
+    step('demo');
+    process.exit(run('node', ['examples/chat/server.mjs']));
+    break;
+  }
+  default:
+    console.error('usage: node scripts/run.mjs build|test|demo');
+    process.exit(2);
+}
