@@ -5,7 +5,7 @@
 //   npm run build  installs and builds (native addon + TypeScript)
 // Each step is idempotent and quick when nothing changed.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +51,11 @@ function buildNative() {
   const built = path.join(targetDir, 'release', 'libswitchboard_node.so');
   const outDir = path.join(root, 'packages', 'server', 'native');
   mkdirSync(outDir, { recursive: true });
-  copyFileSync(built, path.join(outDir, `switchboard.${process.platform}-${process.arch}.node`));
+  // Copy then rename: a process that has the old addon loaded keeps its
+  // (unlinked) file; overwriting it in place would corrupt that process.
+  const target = path.join(outDir, `switchboard.${process.platform}-${process.arch}.node`);
+  copyFileSync(built, `${target}.tmp`);
+  renameSync(`${target}.tmp`, target);
 }
 
 function buildTypeScript() {

@@ -377,3 +377,48 @@ impl Task for CloseTask {
         Ok(())
     }
 }
+
+/// Codes the binding raises itself (as `Error("CODE: message")`).
+const BINDING_ERROR_CODES: &[(&str, &str)] = &[
+    ("ERR_SERVER_START", "The native server could not start its I/O threads."),
+    ("ERR_LISTEN", "Binding a listening address failed (in use, not permitted...)."),
+    ("ERR_INVALID_WORKER", "A worker index out of range (internal)."),
+];
+
+/// One entry of the error catalogue.
+#[napi(object)]
+pub struct ErrorCodeInfo {
+    pub code: String,
+    /// `"close"` (a WebSocket close code), `"http"` (an HTTP status) or
+    /// `"throw"` (raised as an exception).
+    pub kind: String,
+    /// The close code or HTTP status (0 for `"throw"`).
+    pub value: u32,
+    pub description: String,
+}
+
+/// Every error code of the native layers, for `docs/errors.md` and its
+/// sync test.
+#[napi]
+pub fn error_catalog() -> Vec<ErrorCodeInfo> {
+    let with_value = |(code, value, description): &(&str, u16, &str)| ErrorCodeInfo {
+        code: (*code).to_owned(),
+        kind: if switchboard_runtime::errors::is_close_code(*value) { "close" } else { "http" }.to_owned(),
+        value: u32::from(*value),
+        description: (*description).to_owned(),
+    };
+    let thrown = |(code, description): &(&str, &str)| ErrorCodeInfo {
+        code: (*code).to_owned(),
+        kind: "throw".to_owned(),
+        value: 0,
+        description: (*description).to_owned(),
+    };
+    switchboard_proto::ws::ALL_ERROR_CODES
+        .iter()
+        .chain(switchboard_proto::http::ALL_ERROR_CODES)
+        .chain(switchboard_runtime::errors::ALL_ERROR_CODES)
+        .map(with_value)
+        .chain(switchboard_pubsub::ALL_ERROR_CODES.iter().map(thrown))
+        .chain(BINDING_ERROR_CODES.iter().map(thrown))
+        .collect()
+}

@@ -7,6 +7,7 @@
 pub mod channels;
 pub mod config;
 mod connection;
+pub mod errors;
 pub mod events;
 pub mod framing;
 mod listener;

@@ -3,20 +3,29 @@
  * `docs/errors.md` lists them all (a test keeps the two in sync).
  */
 
-/** Codes raised by the TypeScript layer, with what they mean. */
+/** How an error reaches the user: a WebSocket close code, an HTTP status, or an exception. */
+export interface ErrorCodeInfo {
+  kind: 'close' | 'http' | 'throw';
+  /** The close code or HTTP status; 0 for exceptions. */
+  value: number;
+  description: string;
+}
+
+/** Codes raised by the TypeScript layer. */
 export const ERROR_CODES = {
-  ERR_INVALID_OPTION: 'An option has a wrong type or value.',
-  ERR_NOT_LISTENING: 'The operation needs a listening server (call `listen()` first).',
-  ERR_ALREADY_LISTENING: '`listen()` was called twice on one server.',
-  ERR_SERVER_CLOSED: 'The server was closed.',
-  ERR_APP_LOAD: 'The application module failed to load in a worker.',
-  ERR_ROUTES_DIFFER: 'Workers registered different routes (the app module must be deterministic).',
-  ERR_NO_ROUTES: 'The application registered no WebSocket route.',
-  ERR_HANDLER_FAILED: 'A handler threw or rejected; its connection is closed with 1011.',
-  ERR_UPGRADE_REJECTED: 'An `upgrade` hook threw; the client got the error status (500 by default).',
-  ERR_WORKER_UNRESPONSIVE: 'A worker missed the watchdog deadline and was replaced; its connections were closed with 1011.',
-  ERR_WORKER_EXITED: 'A worker thread exited unexpectedly and was replaced.',
-} as const;
+  ERR_INVALID_OPTION: { kind: 'throw', value: 0, description: 'An option or argument has a wrong type or value.' },
+  ERR_NOT_LISTENING: { kind: 'throw', value: 0, description: 'The operation needs a listening server (call `listen()` first).' },
+  ERR_ALREADY_LISTENING: { kind: 'throw', value: 0, description: '`listen()` was called on a server that is not idle.' },
+  ERR_SERVER_CLOSED: { kind: 'throw', value: 0, description: 'The server was closed.' },
+  ERR_APP_LOAD: { kind: 'throw', value: 0, description: 'The app module failed to load in a worker; `listen()` rejects.' },
+  ERR_ROUTES_DIFFER: { kind: 'throw', value: 0, description: 'Workers registered different routes (the app module must register the same routes every time).' },
+  ERR_NO_ROUTES: { kind: 'throw', value: 0, description: 'The app registered no route.' },
+  ERR_NATIVE_MISSING: { kind: 'throw', value: 0, description: 'The native addon is not built (`npm run build`).' },
+  ERR_HANDLER_FAILED: { kind: 'close', value: 1011, description: 'A handler threw or rejected; only its connection is closed, and `handlerError` is emitted.' },
+  ERR_UPGRADE_REJECTED: { kind: 'http', value: 500, description: 'An `upgrade` hook threw an error that is not an `UpgradeRejection`.' },
+  ERR_WORKER_UNRESPONSIVE: { kind: 'throw', value: 0, description: 'Reported by `workerReplaced`: a worker missed the watchdog deadline and was replaced.' },
+  ERR_WORKER_EXITED: { kind: 'throw', value: 0, description: 'Reported by `workerReplaced`: a worker thread exited unexpectedly and was replaced.' },
+} as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
@@ -43,7 +52,7 @@ export class UpgradeRejection extends Error {
 }
 
 /**
- * Native errors arrive as `Error("ERR_CODE: message")`; lift the code onto
+ * Native errors arrive as `Error("<code>: message")`; lift the code onto
  * `error.code` so callers can branch on it.
  */
 export function liftNativeError(error: unknown): unknown {

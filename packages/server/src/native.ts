@@ -111,7 +111,15 @@ export interface NativeServerHandle {
   close(drainTimeoutMs: number): Promise<void>;
 }
 
+export interface NativeErrorCodeInfo {
+  code: string;
+  kind: 'close' | 'http' | 'throw';
+  value: number;
+  description: string;
+}
+
 interface NativeModule {
+  errorCatalog(): NativeErrorCodeInfo[];
   ServerHandle: {
     create(options: NativeServerOptions): NativeServerHandle;
     open(id: number): NativeServerHandle;
