@@ -10,6 +10,7 @@ use bytes::Bytes;
 use switchboard_pubsub::{SubscriberId, Target};
 
 use crate::framing;
+use crate::outbound::SendStatus;
 use crate::server::Server;
 
 /// One target of a publish, as JavaScript names it.
@@ -48,14 +49,16 @@ impl Server {
         let connections = shared.connections.read();
         // Tagged recipients are rare; frame each distinct tag once.
         let mut tagged: Vec<(Bytes, Bytes, Bytes)> = Vec::new();
+        // Count what was queued, not what the registry planned: an id given
+        // directly (`publishTo([id])`) is passed through by the registry even
+        // when no such connection is open, and that is no recipient.
+        let mut recipients = 0;
         registry.for_each_recipient(&targets, exclude, |conn, tag| {
             let Some(connection) = connections.get(&conn) else {
                 return;
             };
-            match tag {
-                None => {
-                    shared.deliver(connection, &payload, &framed, binary);
-                }
+            let status = match tag {
+                None => shared.deliver(connection, &payload, &framed, binary),
                 Some(tag) => {
                     let index = match tagged.iter().position(|(t, _, _)| t == tag) {
                         Some(i) => i,
@@ -68,10 +71,14 @@ impl Server {
                         }
                     };
                     let (_, payload, framed) = &tagged[index];
-                    shared.deliver(connection, payload, framed, binary);
+                    shared.deliver(connection, payload, framed, binary)
                 }
+            };
+            if status != SendStatus::Closed {
+                recipients += 1;
             }
-        })
+        });
+        recipients
     }
 
     /// Change subscription refcounts; returns the subscribers whose
