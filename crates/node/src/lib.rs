@@ -85,11 +85,26 @@ pub struct ServerHandle {
 #[napi]
 impl ServerHandle {
     /// Create a server (I/O threads start; nothing listens yet).
+    ///
+    /// The server belongs to the thread that created it: if that thread's
+    /// environment ends without `close()` (a worker thread that exits or is
+    /// terminated), the server is shut down with it. Otherwise it would go on
+    /// listening, with its I/O threads, accepting connections nobody handles.
     #[napi(factory)]
-    pub fn create(options: ServerOptions) -> Result<Self> {
+    pub fn create(env: Env, options: ServerOptions) -> Result<Self> {
         let config = options::server_config(options)?;
         let server = Server::new(config).map_err(|e| coded("ERR_SERVER_START", e))?;
         let id = NEXT_SERVER_ID.fetch_add(1, Ordering::Relaxed);
+        let owned = Arc::downgrade(&server);
+        if let Err(error) = env.add_env_cleanup_hook(owned, move |owned| {
+            if let Some(server) = owned.upgrade() {
+                server.shutdown(Duration::ZERO);
+            }
+            SERVERS.lock().remove(&id);
+        }) {
+            server.shutdown(Duration::ZERO);
+            return Err(error);
+        }
         SERVERS.lock().insert(id, server.clone());
         Ok(Self { id, server })
     }
@@ -211,7 +226,8 @@ impl ServerHandle {
                 reason,
             }
         };
-        self.server.resolve_upgrade(id_from_js(connection), decision)
+        self.server
+            .resolve_upgrade(id_from_js(connection), decision)
     }
 
     /// Publish to one channel; returns the number of recipients.
@@ -380,9 +396,18 @@ impl Task for CloseTask {
 
 /// Codes the binding raises itself (as `Error("CODE: message")`).
 const BINDING_ERROR_CODES: &[(&str, &str)] = &[
-    ("ERR_SERVER_START", "The native server could not start its I/O threads."),
-    ("ERR_LISTEN", "Binding a listening address failed (in use, not permitted...)."),
-    ("ERR_INVALID_WORKER", "A worker index out of range (internal)."),
+    (
+        "ERR_SERVER_START",
+        "The native server could not start its I/O threads.",
+    ),
+    (
+        "ERR_LISTEN",
+        "Binding a listening address failed (in use, not permitted...).",
+    ),
+    (
+        "ERR_INVALID_WORKER",
+        "A worker index out of range (internal).",
+    ),
 ];
 
 /// One entry of the error catalogue.
@@ -403,7 +428,12 @@ pub struct ErrorCodeInfo {
 pub fn error_catalog() -> Vec<ErrorCodeInfo> {
     let with_value = |(code, value, description): &(&str, u16, &str)| ErrorCodeInfo {
         code: (*code).to_owned(),
-        kind: if switchboard_runtime::errors::is_close_code(*value) { "close" } else { "http" }.to_owned(),
+        kind: if switchboard_runtime::errors::is_close_code(*value) {
+            "close"
+        } else {
+            "http"
+        }
+        .to_owned(),
         value: u32::from(*value),
         description: (*description).to_owned(),
     };

@@ -77,8 +77,16 @@ fn compression(options: CompressionOptions) -> Result<DeflateConfig> {
         config.client_no_context_takeover = v;
     }
     for (name, bits, slot) in [
-        ("serverMaxWindowBits", options.server_max_window_bits, &mut config.server_max_window_bits),
-        ("clientMaxWindowBits", options.client_max_window_bits, &mut config.client_max_window_bits),
+        (
+            "serverMaxWindowBits",
+            options.server_max_window_bits,
+            &mut config.server_max_window_bits,
+        ),
+        (
+            "clientMaxWindowBits",
+            options.client_max_window_bits,
+            &mut config.client_max_window_bits,
+        ),
     ] {
         if let Some(bits) = bits {
             if !(9..=15).contains(&bits) {

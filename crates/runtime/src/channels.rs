@@ -98,11 +98,17 @@ impl Server {
 
     /// Remove a subscription whatever its refcount.
     pub fn unsubscribe(&self, subscriber: SubscriberId, channel: &str) -> bool {
-        self.shared.registry.write().unsubscribe(subscriber, channel)
+        self.shared
+            .registry
+            .write()
+            .unsubscribe(subscriber, channel)
     }
 
     pub fn is_subscribed(&self, subscriber: SubscriberId, channel: &str) -> bool {
-        self.shared.registry.read().is_subscribed(subscriber, channel)
+        self.shared
+            .registry
+            .read()
+            .is_subscribed(subscriber, channel)
     }
 
     pub fn subscriber_count(&self, channel: &str) -> usize {

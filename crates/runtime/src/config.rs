@@ -102,8 +102,9 @@ pub struct ServerConfig {
     /// Open connections (including ones still in the handshake) beyond which
     /// new ones get `503`. Default 100 000.
     pub max_connections: usize,
-    /// Largest HTTP request head. Default 8 KiB, as nginx's default buffer:
-    /// real upgrade requests with cookies stay well below.
+    /// Largest HTTP request head. Default 16 KiB
+    /// (`switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES`, Node's own
+    /// `maxHeaderSize`: large cookie sets pass 8 KiB).
     pub max_head_bytes: usize,
     /// Time a client has to send its upgrade request. Default 10 s.
     pub handshake_timeout: Duration,
@@ -129,7 +130,7 @@ impl Default for ServerConfig {
                 .map(|n| n.get())
                 .unwrap_or(2),
             max_connections: 100_000,
-            max_head_bytes: 8 * 1024,
+            max_head_bytes: switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES,
             handshake_timeout: Duration::from_secs(10),
             upgrade_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),

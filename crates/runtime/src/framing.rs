@@ -59,9 +59,5 @@ pub fn frame_control(op: OpCode, payload: &[u8]) -> Bytes {
 
 /// Header length of an unmasked frame carrying `len` payload bytes.
 pub fn header_len(len: usize) -> usize {
-    match len {
-        0..=125 => 2,
-        126..=65535 => 4,
-        _ => 10,
-    }
+    switchboard_proto::ws::encoder::header_len(len as u64, false)
 }

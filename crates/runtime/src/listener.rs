@@ -57,11 +57,9 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                         "ERR_SERVER_AT_CAPACITY: too many connections",
                         &[],
                     );
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(1),
-                        stream.write_all(&response),
-                    )
-                    .await;
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(1), stream.write_all(&response))
+                            .await;
                 });
             }
         }

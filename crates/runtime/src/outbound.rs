@@ -99,9 +99,13 @@ impl Outbound {
             return SendStatus::Closed;
         }
         let buffered = self.buffered.load(Ordering::Acquire);
+        // A close always gets in: refusing it would make `end()` a silent
+        // no-op (or, under the `Close` policy, an eviction) exactly when the
+        // connection is behind.
+        let is_close = matches!(item, OutItem::Close { .. });
         // An empty queue always takes one message, however large, so a
         // message bigger than the limit is still deliverable to a reader.
-        if buffered > 0 && buffered + len > self.max_backpressure {
+        if !is_close && buffered > 0 && buffered + len > self.max_backpressure {
             if self.policy == SlowConsumerPolicy::Close {
                 state.eviction = Some(Eviction::SlowConsumer);
                 state.items.clear();
@@ -228,6 +232,22 @@ mod tests {
         let mut items = VecDeque::new();
         assert_eq!(out.take(&mut items), Some(Eviction::SlowConsumer));
         assert!(items.is_empty());
+    }
+
+    #[test]
+    fn a_close_is_queued_even_over_the_limit() {
+        for policy in [SlowConsumerPolicy::Drop, SlowConsumerPolicy::Close] {
+            let out = Outbound::new(10, policy);
+            assert_eq!(out.enqueue(frame(50), 50), SendStatus::Sent);
+            let close = OutItem::Close {
+                code: 1000,
+                reason: String::new(),
+            };
+            assert_eq!(out.enqueue(close, 0), SendStatus::Sent);
+            let mut items = VecDeque::new();
+            assert_eq!(out.take(&mut items), None);
+            assert_eq!(items.len(), 2);
+        }
     }
 
     #[test]

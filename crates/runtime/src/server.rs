@@ -154,7 +154,9 @@ impl Server {
             .as_ref()
             .ok_or_else(|| io::Error::other("ERR_SERVER_CLOSED: the server was shut down"))?;
         if self.shared.stopping.is_cancelled() {
-            return Err(io::Error::other("ERR_SERVER_CLOSED: the server is shutting down"));
+            return Err(io::Error::other(
+                "ERR_SERVER_CLOSED: the server is shutting down",
+            ));
         }
         let _guard = runtime.enter();
         let std_listener = std::net::TcpListener::bind(addr)?;

@@ -59,7 +59,7 @@ export interface ServerOptions {
   ioThreads?: number;
   /** Open connections beyond which new ones get HTTP 503. Default 100 000. */
   maxConnections?: number;
-  /** Largest HTTP request head in bytes. Default 8 KiB; larger gets 431. */
+  /** Largest HTTP request head in bytes. Default 16 KiB; larger gets 431. */
   maxHeadBytes?: number;
   /** Seconds a client has to send its upgrade request. Default 10; then 408. */
   handshakeTimeout?: number;

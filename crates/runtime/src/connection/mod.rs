@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_proto::http::{
-    accept_key, error_response, parse_request_head, switching_protocols_response,
-    validate_upgrade, HeadLimits, RequestHead,
+    accept_key, error_response, parse_request_head, switching_protocols_response, validate_upgrade,
+    HeadLimits, RequestHead,
 };
 use switchboard_proto::ws::deflate;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -45,7 +45,14 @@ pub async fn run(mut stream: TcpStream, remote: SocketAddr, shared: Arc<Shared>)
         Ok(Some(accepted)) => accepted,
         Ok(None) => return,
         Err(_elapsed) => {
-            reject(&mut stream, &shared, 408, "ERR_HTTP_REQUEST_TIMEOUT: request head took too long", &[]).await;
+            reject(
+                &mut stream,
+                &shared,
+                408,
+                "ERR_HTTP_REQUEST_TIMEOUT: request head took too long",
+                &[],
+            )
+            .await;
             return;
         }
     };
@@ -67,10 +74,7 @@ async fn reject(
 
 /// Read the request head; `None` when the connection is done (rejected,
 /// answered, or gone).
-async fn read_head(
-    stream: &mut TcpStream,
-    shared: &Shared,
-) -> Option<(RequestHead, Vec<u8>)> {
+async fn read_head(stream: &mut TcpStream, shared: &Shared) -> Option<(RequestHead, Vec<u8>)> {
     let limits = HeadLimits {
         max_head_bytes: shared.config.max_head_bytes,
         ..HeadLimits::default()
@@ -115,7 +119,14 @@ async fn handshake(
         .enumerate()
         .find(|(_, r)| r.matches(&head.path))
     else {
-        reject(stream, shared, 404, "ERR_WS_NO_ROUTE: no WebSocket route at this path", &[]).await;
+        reject(
+            stream,
+            shared,
+            404,
+            "ERR_WS_NO_ROUTE: no WebSocket route at this path",
+            &[],
+        )
+        .await;
         return None;
     };
     let request = match validate_upgrade(&head) {
@@ -128,7 +139,14 @@ async fn handshake(
         }
     };
     if !origin_allowed(route, request.origin.as_deref()) {
-        reject(stream, shared, 403, "ERR_WS_ORIGIN_REJECTED: origin not allowed", &[]).await;
+        reject(
+            stream,
+            shared,
+            403,
+            "ERR_WS_ORIGIN_REJECTED: origin not allowed",
+            &[],
+        )
+        .await;
         return None;
     }
     let mut protocol = choose_protocol(route, &request.protocols).unwrap_or_default();
@@ -252,7 +270,14 @@ async fn serve_plain(stream: &mut TcpStream, shared: &Shared, head: &RequestHead
             let _ = stream.shutdown().await;
         }
         Some(_) => {
-            reject(stream, shared, 405, "ERR_HTTP_METHOD_NOT_ALLOWED", &[("Allow", "GET, HEAD")]).await
+            reject(
+                stream,
+                shared,
+                405,
+                "ERR_HTTP_METHOD_NOT_ALLOWED",
+                &[("Allow", "GET, HEAD")],
+            )
+            .await
         }
         None if shared.config.routes.iter().any(|r| r.matches(&head.path)) => {
             reject(

@@ -85,6 +85,7 @@ pub(super) async fn run(stream: TcpStream, accepted: Accepted, shared: Arc<Share
             compressor,
             pending: VecDeque::new(),
             pending_bytes: 0,
+            front_partial: false,
             close_sent: false,
             close_received: false,
             finished_reading: false,
@@ -129,6 +130,9 @@ struct Context {
     /// Frames ready for the wire, in order.
     pending: VecDeque<Bytes>,
     pending_bytes: usize,
+    /// The front of `pending` is partly written: the peer already has its
+    /// first bytes, so it must go out whole before anything else.
+    front_partial: bool,
     close_sent: bool,
     close_received: bool,
     /// No more reading: the peer closed, or its bytes broke the protocol.
@@ -284,7 +288,10 @@ impl Context {
     fn deliver(&mut self, payload: &[u8], binary: bool) {
         let id = self.connection.id;
         stats::add(&self.shared.stats.messages_in, 1);
-        stats::add(&self.shared.worker_stats[self.connection.worker].messages_in, 1);
+        stats::add(
+            &self.shared.worker_stats[self.connection.worker].messages_in,
+            1,
+        );
         self.queue.push(KIND_MESSAGE, |out| {
             body::id(out, id);
             out.push(binary as u8);
@@ -318,9 +325,18 @@ impl Context {
         if self.close_sent {
             return;
         }
-        self.connection.outbound.written(self.pending_bytes);
+        // A frame already partly on the wire must be finished, or the close
+        // frame would be read as the rest of its payload.
+        let partial = if self.front_partial {
+            self.pending.pop_front()
+        } else {
+            None
+        };
+        let kept = partial.as_ref().map_or(0, Bytes::len);
+        self.connection.outbound.written(self.pending_bytes - kept);
         self.pending.clear();
-        self.pending_bytes = 0;
+        self.pending_bytes = kept;
+        self.pending.extend(partial);
         self.send_close(code, reason);
     }
 
@@ -396,8 +412,10 @@ impl Context {
                         if n >= front.len() {
                             n -= front.len();
                             self.pending.pop_front();
+                            self.front_partial = false;
                         } else {
                             front.advance(n);
+                            self.front_partial = true;
                             n = 0;
                         }
                     }
