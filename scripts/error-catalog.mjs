@@ -1,4 +1,5 @@
 // All error codes: the native catalogue plus the TypeScript one, sorted.
+import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export async function errorCatalog() {
-  const addon = createRequire(import.meta.url)(
-    path.join(root, 'packages', 'server', 'native', `switchboard.${process.platform}-${process.arch}.node`),
-  );
+  const dir = path.join(root, 'packages', 'server', 'native');
+  const file = readdirSync(dir).find((n) => n.startsWith(`switchboard.${process.platform}-${process.arch}`) && n.endsWith('.node'));
+  const addon = createRequire(import.meta.url)(path.join(dir, file));
   const { ERROR_CODES } = await import('switchboard');
   const byCode = new Map();
   for (const e of addon.errorCatalog()) byCode.set(e.code, e);

@@ -45,17 +45,38 @@ function ensureDependencies() {
   must('npm', ['install', '--no-audit', '--no-fund']);
 }
 
+/** The host's target triple: the napi CLI builds with `--target`, and cargo test does too so both share compiled crates. */
+function hostTriple() {
+  const result = spawnSync('rustc', ['-vV'], { encoding: 'utf8' });
+  const host = /^host: (\S+)$/m.exec(result.stdout ?? '');
+  if (!host) throw new Error('cannot read the host triple from `rustc -vV`');
+  return host[1];
+}
+
 function buildNative() {
-  step('native addon (cargo build --release)');
-  must('cargo', ['build', '--release', '--locked', '-p', 'switchboard-node']);
-  const built = path.join(targetDir, 'release', 'libswitchboard_node.so');
+  step('native addon (napi build --release)');
+  // Build into a scratch directory, then rename into place: a process that
+  // has the old addon loaded keeps its (unlinked) file, where overwriting it
+  // in place would corrupt that process.
+  const scratch = path.join(targetDir, 'napi-out');
+  mkdirSync(scratch, { recursive: true });
+  must('npx', [
+    '--no-install', 'napi', 'build', '--release', '--platform',
+    '--target', hostTriple(),
+    '--manifest-path', 'crates/node/Cargo.toml',
+    '--package-json-path', 'crates/node/package.json',
+    '--output-dir', scratch,
+    '--no-js', '--dts', 'index.d.ts',
+  ]);
   const outDir = path.join(root, 'packages', 'server', 'native');
   mkdirSync(outDir, { recursive: true });
-  // Copy then rename: a process that has the old addon loaded keeps its
-  // (unlinked) file; overwriting it in place would corrupt that process.
-  const target = path.join(outDir, `switchboard.${process.platform}-${process.arch}.node`);
-  copyFileSync(built, `${target}.tmp`);
-  renameSync(`${target}.tmp`, target);
+  for (const name of readdirSync(scratch).filter((n) => n.endsWith('.node'))) {
+    const target = path.join(outDir, name);
+    copyFileSync(path.join(scratch, name), `${target}.tmp`);
+    renameSync(`${target}.tmp`, target);
+  }
+  // The generated declarations are committed; a test checks they match.
+  copyFileSync(path.join(scratch, 'index.d.ts'), path.join(root, 'crates', 'node', 'index.d.ts'));
 }
 
 function buildTypeScript() {
@@ -114,7 +135,14 @@ function test() {
     totals.passed += c.passed;
     totals.failed += c.failed;
   };
-  add(runCaptured('Rust tests (cargo test --workspace)', 'cargo', ['test', '--workspace', '--release', '--locked'], cargoCounts));
+  add(
+    runCaptured(
+      'Rust tests (cargo test --workspace)',
+      'cargo',
+      ['test', '--workspace', '--release', '--locked', '--target', hostTriple()],
+      cargoCounts,
+    ),
+  );
   step('Python environment for interop and conformance');
   must('bash', ['scripts/setup-python.sh']);
   const files = testFiles(path.join(root, 'tests')).map((f) => path.relative(root, f));

@@ -55,8 +55,10 @@ export function upgradeStatus(url, options = {}) {
     ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
-      ws.terminate?.();
+      res.on('end', () => {
+        resolve({ status: res.statusCode, headers: res.headers, body });
+        res.socket?.destroy();
+      });
     });
     ws.on('open', () => reject(new Error('the upgrade unexpectedly succeeded')));
     ws.on('error', () => {});

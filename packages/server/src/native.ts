@@ -108,7 +108,7 @@ export interface NativeServerHandle {
   deleteVirtualSocket(id: number, expectedTarget?: number | null): number[];
   workerDied(index: number): number;
   stats(): NativeStats;
-  close(drainTimeoutMs: number): Promise<void>;
+  close(drainTimeoutMs: number): Promise<unknown>;
 }
 
 export interface NativeErrorCodeInfo {
@@ -129,8 +129,12 @@ interface NativeModule {
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** `dist/esm/native.js` → `<package>/native/`. */
 const nativeDir = path.resolve(here, '..', '..', 'native');
+/** napi-rs names builds `<name>.<platform>-<arch>[-<abi>].node`. */
+const candidates = [`${process.platform}-${process.arch}-gnu`, `${process.platform}-${process.arch}-musl`, `${process.platform}-${process.arch}`];
 const addonPath =
-  process.env.SWITCHBOARD_NATIVE ?? path.join(nativeDir, `switchboard.${process.platform}-${process.arch}.node`);
+  process.env.SWITCHBOARD_NATIVE ??
+  candidates.map((c) => path.join(nativeDir, `switchboard.${c}.node`)).find((p) => existsSync(p)) ??
+  path.join(nativeDir, `switchboard.${candidates[0]}.node`);
 
 function load(): NativeModule {
   if (!existsSync(addonPath)) {

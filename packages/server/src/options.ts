@@ -28,7 +28,7 @@ export interface CompressionOptions {
 export interface RouteOptions {
   /** Subprotocols this route speaks; the first one the client offers is chosen. */
   protocols?: string[];
-  /** Largest message, after reassembly and inflation. Default 16 MiB. Larger: close 1009. */
+  /** Largest message, after reassembly and inflation. Default 1 MiB. Larger: close 1009. */
   maxPayloadLength?: number;
   /** Most frames in one fragmented message (0 = no limit). Default 1024. Over: close 1009. */
   maxFragments?: number;
