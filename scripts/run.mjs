@@ -128,8 +128,17 @@ function nodeCounts(text) {
   return { passed: Number(pass?.[1] ?? 0), failed: Number(fail?.[1] ?? 0) + Number(cancelled?.[1] ?? 0) };
 }
 
+/** Format and lint gates: a failure stops the run before the tests. */
+function lint() {
+  step('cargo fmt --check');
+  must('cargo', ['fmt', '--all', '--check']);
+  step('cargo clippy -D warnings');
+  must('cargo', ['clippy', '--workspace', '--all-targets', '--locked', '--target', hostTriple(), '--', '-D', 'warnings']);
+}
+
 function test() {
   build();
+  lint();
   const totals = { passed: 0, failed: 0 };
   const add = (c) => {
     totals.passed += c.passed;

@@ -10,7 +10,8 @@
 # requirements, this script and the interpreter version) sits in the venv;
 # when it matches, nothing is installed. Safe to run concurrently (flock),
 # needs no stdin (CI=true). Env: SB_CACHE (cache root), SB_PYTHON (the
-# interpreter to build the venv from; default python3.11, then python3).
+# interpreter to build the venv from, >= 3.10; default: the first 3.11 among
+# python3.11, python3 and pyenv's versions).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,17 +24,31 @@ want_minor="3.11"
 
 log() { printf 'setup-python: %s\n' "$*" >&2; }
 
+version_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+
+# Prints the real path of the interpreter to build the venv from: SB_PYTHON
+# as given (kosoku needs >= 3.10), else the first Python 3.11 among
+# python3.11, python3 and pyenv's installs. Shims (pyenv) are resolved so
+# the venv does not follow a later change of the shim's version.
 pick_python() {
-  local candidate
-  for candidate in ${SB_PYTHON:-} python3.11 python3; do
+  local candidate version
+  if [ -n "${SB_PYTHON:-}" ]; then
+    version="$(version_of "$SB_PYTHON")" || { log "SB_PYTHON=$SB_PYTHON does not run"; return 1; }
+    case "$version" in
+      3.1[0-9]) ;;
+      *) log "SB_PYTHON=$SB_PYTHON is Python $version; kosoku needs >= 3.10"; return 1 ;;
+    esac
+    "$SB_PYTHON" -c 'import sys; print(sys.executable)'
+    return 0
+  fi
+  for candidate in python3.11 python3 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.11*/bin/python3.11; do
     command -v "$candidate" >/dev/null 2>&1 || continue
-    if [ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$want_minor" ]; then
-      # Resolve shims (pyenv) to the real interpreter so the venv does not
-      # depend on the shim's version selection later.
+    if [ "$(version_of "$candidate")" = "$want_minor" ]; then
       "$candidate" -c 'import sys; print(sys.executable)'
       return 0
     fi
   done
+  log "no Python $want_minor found (python3.11, python3, pyenv); set SB_PYTHON"
   return 1
 }
 
@@ -41,10 +56,7 @@ mkdir -p "$cache"
 exec 9>"$cache/venv.lock"
 flock -w 600 9 || { log "timed out waiting for $cache/venv.lock"; exit 1; }
 
-python="$(pick_python)" || {
-  log "no Python $want_minor found (tried: ${SB_PYTHON:-} python3.11 python3); set SB_PYTHON"
-  exit 1
-}
+python="$(pick_python)" || exit 1
 stamp="$(
   {
     cat "$requirements" "${BASH_SOURCE[0]}"
