@@ -39,6 +39,19 @@ export interface PublishOptions {
 
 const encoder = new TextEncoder();
 
+/**
+ * Close codes an application may send (RFC 6455 §7.4): 1000-1003,
+ * 1007-1014, and 3000-4999 for libraries and applications. 1005, 1006 and
+ * 1015 are reserved for reporting and must never be sent.
+ */
+export function checkCloseCode(code: number): number {
+  const valid =
+    Number.isInteger(code) &&
+    ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999));
+  if (!valid) throw new SwitchboardError('ERR_INVALID_OPTION', `${String(code)} is not a close code an application may send`);
+  return code;
+}
+
 /** Bytes and binary flag of a message, without copying bytes that are already bytes. */
 export function toBytes(data: MessageData, binary?: boolean): [Uint8Array, boolean] {
   if (typeof data === 'string') return [encoder.encode(data), binary ?? false];
@@ -151,7 +164,7 @@ export class Operations extends EventEmitter {
 
   /** Start the closing handshake of any connection. */
   end(connection: number, code = 1000, reason = ''): boolean {
-    return this.native.end(connection, code, reason);
+    return this.native.end(connection, checkCloseCode(code), reason);
   }
 
   /** Drop any connection without a closing handshake. */

@@ -3,7 +3,7 @@
  * connection is pinned to; every method is a synchronous native call.
  */
 import type { NativeServerHandle } from './native.js';
-import { type MessageData, type PublishOptions, type SendStatus, toBytes } from './operations.js';
+import { type MessageData, type PublishOptions, type SendStatus, checkCloseCode, toBytes } from './operations.js';
 
 export class WebSocket<UserData = unknown> {
   /** Whether the connection is still open (false after its `close` event). */
@@ -30,9 +30,12 @@ export class WebSocket<UserData = unknown> {
     return this.native.send(this.id, bytes, binary) as SendStatus;
   }
 
-  /** Start the closing handshake (default 1000). */
+  /**
+   * Start the closing handshake (default 1000). Throws `ERR_INVALID_OPTION`
+   * for a code an application may not send (e.g. 1005, 1006, 999, 70000).
+   */
   end(code = 1000, reason = ''): void {
-    this.native.end(this.id, code, reason);
+    this.native.end(this.id, checkCloseCode(code), reason);
   }
 
   /** Drop the connection without a closing handshake (the peer sees 1006). */

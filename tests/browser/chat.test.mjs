@@ -1,0 +1,331 @@
+// The chat demo (examples/chat) in a real headless Chromium: two users in
+// one room, on different worker threads, see each other and each other's
+// messages; a user in another room sees none of it; leaving, refused
+// names and a graceful shutdown show on the page.
+//
+// Needs /usr/bin/chromium (scripts/setup-browser.sh installs it, and this
+// test runs it) and the playwright-core devDependency.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import WebSocket from 'ws';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const screenshots = path.join(root, 'tests', 'browser', 'screenshots');
+const CHROMIUM = '/usr/bin/chromium';
+/** How long the page may take to show something. */
+const UI_TIMEOUT = 10_000;
+
+let server; // the child process
+let serverOutput = '';
+let baseURL;
+let browser;
+const pageErrors = [];
+/** A page still in the room when the server shuts down (set by the chat test). */
+let shutdownWitness;
+
+function log() {
+  return `\n--- server output ---\n${serverOutput.trim()}\n---------------------`;
+}
+
+/** Wait for a child process to exit, up to `ms`; true if it did. */
+function exited(child, ms) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['examples/chat/server.mjs'], {
+      cwd: root,
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', WORKERS: '2' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    server = child;
+    const timer = setTimeout(() => reject(new Error(`the chat server did not start in 20 s${log()}`)), 20_000);
+    const onData = (chunk) => {
+      serverOutput += chunk;
+      const match = /open (http:\/\/\S+?)\/?(\s|$)/.exec(serverOutput);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout.setEncoding('utf8').on('data', onData);
+    child.stderr.setEncoding('utf8').on('data', (chunk) => {
+      serverOutput += chunk;
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the chat server exited early (code ${code}, signal ${signal})${log()}`));
+    });
+  });
+}
+
+before(
+  async () => {
+    const setup = spawnSync('bash', [path.join(root, 'scripts', 'setup-browser.sh')], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 10 * 60_000,
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    assert.equal(setup.status, 0, `scripts/setup-browser.sh failed:\n${setup.stdout}\n${setup.stderr}${setup.error ?? ''}`);
+
+    baseURL = await startServer();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      timeout: 30_000,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+  },
+  { timeout: 11 * 60_000 },
+);
+
+after(
+  async () => {
+    await Promise.race([browser?.close(), new Promise((r) => setTimeout(r, 10_000))]).catch(() => {});
+    if (server && !(await exited(server, 0))) {
+      server.kill('SIGTERM');
+      if (!(await exited(server, 5_000))) {
+        server.kill('SIGKILL');
+        await exited(server, 5_000);
+      }
+    }
+  },
+  { timeout: 30_000 },
+);
+
+/** A page in its own browser context (its own localStorage), watched for errors. */
+async function newPage() {
+  const context = await browser.newContext({ viewport: { width: 1000, height: 640 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(UI_TIMEOUT);
+  page.on('pageerror', (error) => pageErrors.push(error));
+  return page;
+}
+
+/** Join `room` as `name` through the form; resolves once welcomed, with the worker index. */
+async function join(page, name, room) {
+  await page.goto(`${baseURL}/`);
+  await page.fill('#name', name);
+  await page.fill('#room', room);
+  await page.click('#join-form button[type=submit]');
+  await page.locator('#status[data-state="connected"]').waitFor();
+  const status = await page.textContent('#status');
+  const worker = /worker (\d+)/.exec(status ?? '');
+  assert.ok(worker, `status shows the worker: ${status}`);
+  return Number(worker[1]);
+}
+
+async function memberNames(page) {
+  return (await page.locator('#members li .who').allTextContents()).sort();
+}
+
+/** Wait until the member list of `page` is exactly `names`. */
+async function waitForMembers(page, names) {
+  const want = [...names].sort();
+  try {
+    await page.waitForFunction(
+      (expected) => {
+        const got = [...document.querySelectorAll('#members li .who')].map((e) => e.textContent).sort();
+        return JSON.stringify(got) === JSON.stringify(expected);
+      },
+      want,
+      { timeout: UI_TIMEOUT },
+    );
+  } catch {
+    assert.deepEqual(await memberNames(page), want, `members of ${page.url()}${log()}`);
+  }
+}
+
+/** Send a chat message from `page` with the composer (Enter sends). */
+async function say(page, text) {
+  await page.fill('#text', text);
+  await page.press('#text', 'Enter');
+}
+
+/** Wait for a message with exactly `text` in the log of `page`; returns its locator. */
+async function waitForMessage(page, text) {
+  const message = page.locator('#log li.msg').filter({ has: page.locator('.text', { hasText: text }) });
+  await message.first().waitFor();
+  return message.first();
+}
+
+test('GET / serves the page', { timeout: 10_000 }, async () => {
+  const response = await fetch(`${baseURL}/`, { signal: AbortSignal.timeout(5_000) });
+  assert.equal(response.status, 200);
+  assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
+  assert.match(await response.text(), /<title>Switchboard chat<\/title>/);
+});
+
+/** Open a WebSocket with `ws` and report how the handshake ended. */
+function handshake(query) {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(`${baseURL.replace(/^http/, 'ws')}/chat?${query}`);
+    const timer = setTimeout(() => {
+      socket.terminate();
+      reject(new Error(`no handshake answer for ?${query} in 5 s`));
+    }, 5_000);
+    socket.on('unexpected-response', (request, response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () => {
+        clearTimeout(timer);
+        request.destroy();
+        resolve({ status: response.statusCode, body });
+      });
+    });
+    socket.on('open', () => {
+      clearTimeout(timer);
+      socket.terminate();
+      resolve({ status: 101, body: '' });
+    });
+    socket.on('error', (error) => {
+      // After unexpected-response, ws may also report an error; the first answer wins.
+      if (socket.readyState === WebSocket.CLOSED) return;
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+test('the upgrade is refused with 400 for a bad name or room', { timeout: 30_000 }, async () => {
+  const cases = [
+    ['room=lobby', /name is required/],
+    [`name=${'x'.repeat(33)}&room=lobby`, /name is longer than 32/],
+    ['name=%01evil&room=lobby', /control characters/],
+    ['name=ada&room=Bad%20Room!', /room must be/],
+    ['name=ada', /room must be/],
+  ];
+  for (const [query, reason] of cases) {
+    const answer = await handshake(query);
+    assert.equal(answer.status, 400, `?${query} is refused`);
+    assert.match(answer.body, reason, `?${query}`);
+  }
+  // Upper case rooms are folded, not refused.
+  assert.equal((await handshake('name=ada&room=Lobby')).status, 101);
+
+  // The page checks the same rules before connecting...
+  const page = await newPage();
+  try {
+    await page.goto(`${baseURL}/`);
+    await page.fill('#name', 'ada');
+    await page.fill('#room', 'no spaces please');
+    await page.click('#join-form button[type=submit]');
+    await page.locator('#join-error', { hasText: 'A room is 1–32 characters' }).waitFor();
+    // ...and one that gets past them anyway sees a connection failure, not an open.
+    const outcome = await page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          const ws = new WebSocket(`ws://${location.host}/chat?name=&room=lobby`);
+          ws.onopen = () => resolve('open');
+          ws.onclose = (event) => resolve(`closed ${event.code}`);
+        }),
+    );
+    assert.equal(outcome, 'closed 1006');
+  } finally {
+    await page.context().close();
+  }
+});
+
+test('two users chat in a room across workers; other rooms see nothing', { timeout: 90_000 }, async () => {
+  const alice = await newPage();
+  const bob = await newPage();
+  const carol = await newPage();
+
+  const aliceWorker = await join(alice, 'Alice', 'switchboard');
+  const bobWorker = await join(bob, 'Bob', 'switchboard');
+  await join(carol, 'Carol', 'elsewhere');
+  // Round-robin pinning: consecutive connections land on different workers,
+  // so the member list and messages below cross worker threads.
+  assert.notEqual(aliceWorker, bobWorker, 'Alice and Bob are pinned to different workers');
+
+  // Each sees the other: Bob from Alice's `join`, Alice from Bob's `welcome`.
+  await waitForMembers(alice, ['Alice', 'Bob']);
+  await waitForMembers(bob, ['Alice', 'Bob']);
+  await waitForMembers(carol, ['Carol']);
+  await alice.locator('#log li.notice', { hasText: 'Bob joined' }).waitFor();
+
+  // A second "Alice" in the room is turned away, and never shows as a member.
+  const impostor = await newPage();
+  try {
+    await impostor.goto(`${baseURL}/`);
+    await impostor.fill('#name', 'Alice');
+    await impostor.fill('#room', 'switchboard');
+    await impostor.click('#join-form button[type=submit]');
+    await impostor.locator('#join-error', { hasText: 'taken' }).waitFor();
+  } finally {
+    await impostor.context().close();
+  }
+
+  // Messages both ways, on both pages; markup stays text.
+  await say(alice, 'Hi Bob! Is this <b>bold</b>?');
+  await say(bob, 'Hello Alice, no: it is text.');
+  await say(bob, 'And this one sits under the previous one.');
+  await say(alice, 'Naïve café ✓\nTwo lines, too.');
+  for (const page of [alice, bob]) {
+    const html = await waitForMessage(page, 'Hi Bob! Is this <b>bold</b>?');
+    assert.equal(await html.locator('.text b').count(), 0, 'user text is never parsed as HTML');
+    assert.equal(await html.locator('.name').textContent(), 'Alice');
+    await waitForMessage(page, 'Hello Alice, no: it is text.');
+    await waitForMessage(page, 'And this one sits under the previous one.');
+    await waitForMessage(page, 'Two lines, too.');
+  }
+  assert.equal(await alice.locator('#log li.msg.mine').count(), 2, "Alice's own messages are marked");
+  assert.equal(await bob.locator('#log li.msg.mine').count(), 2, "Bob's own messages are marked");
+  const texts = await bob.locator('#log li.msg .text').allTextContents();
+  assert.deepEqual(texts, [
+    'Hi Bob! Is this <b>bold</b>?',
+    'Hello Alice, no: it is text.',
+    'And this one sits under the previous one.',
+    'Naïve café ✓\nTwo lines, too.',
+  ]);
+
+  // Carol, in another room, saw none of it.
+  await waitForMembers(carol, ['Carol']);
+  assert.equal(await carol.locator('#log li.msg').count(), 0, 'another room sees no message');
+  await say(carol, 'Anyone here?');
+  await waitForMessage(carol, 'Anyone here?');
+
+  mkdirSync(screenshots, { recursive: true });
+  await alice.screenshot({ path: path.join(screenshots, 'chat.png') });
+
+  // Bob closes his tab: Alice sees him leave.
+  await bob.context().close();
+  await alice.locator('#log li.notice', { hasText: 'Bob left' }).waitFor();
+  await waitForMembers(alice, ['Alice']);
+  assert.equal(await alice.locator('#log li.msg', { hasText: 'Anyone here?' }).count(), 0);
+  await carol.context().close();
+  // Alice stays for the shutdown test.
+  shutdownWitness = alice;
+});
+
+test('SIGTERM closes the server gracefully and the page says so', { timeout: 30_000 }, async () => {
+  assert.ok(shutdownWitness, 'the chat test left a page open');
+  server.kill('SIGTERM');
+  await shutdownWitness.locator('#banner', { hasText: 'The server is shutting down' }).waitFor();
+  assert.equal(await shutdownWitness.getAttribute('#status', 'data-state'), 'closed');
+  assert.ok(await exited(server, 10_000), `the server exits after SIGTERM${log()}`);
+  assert.equal(server.exitCode, 0, `the server exits with 0${log()}`);
+  assert.deepEqual(pageErrors, [], 'no script error on any page');
+});

@@ -1,0 +1,34 @@
+// Applications may only send the close codes RFC 6455 §7.4 allows; others
+// are refused with ERR_INVALID_OPTION before anything reaches the wire.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, startServer } from '../../helpers/index.mjs';
+
+test('end() refuses reserved and out-of-range close codes, then closes with a valid one', async (t) => {
+  const refused = [];
+  const { server, url } = await startServer((s) =>
+    s.ws('/', {
+      message(ws, data) {
+        const code = Number(data.toString());
+        try {
+          ws.end(code, 'x');
+        } catch (error) {
+          refused.push([code, error.code]);
+          ws.send(`refused ${code}`);
+        }
+      },
+    }),
+  );
+  t.after(() => server.close({ drainTimeout: 500 }));
+  const client = await connect(url);
+  for (const code of [999, 1004, 1005, 1006, 1015, 2999, 5000, 70000, 1000.5]) {
+    client.send(String(code));
+  }
+  client.send('4000');
+  const closed = await client.closed;
+  assert.deepEqual(refused.map(([code]) => code), [999, 1004, 1005, 1006, 1015, 2999, 5000, 70000, 1000.5]);
+  assert.ok(refused.every(([, code]) => code === 'ERR_INVALID_OPTION'));
+  assert.equal(client.received.length, 9);
+  assert.deepEqual(closed, { code: 4000, reason: 'x' });
+  assert.throws(() => server.end(1, 1006), { code: 'ERR_INVALID_OPTION' });
+});
