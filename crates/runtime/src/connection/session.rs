@@ -79,7 +79,7 @@ pub(super) async fn run(stream: TcpStream, accepted: Accepted, shared: Arc<Share
     let mut session = Session {
         ctx: Context {
             shared: shared.clone(),
-            route: route.clone(),
+            route_index: accepted.route_index,
             connection: connection.clone(),
             queue: queue.clone(),
             compressor,
@@ -123,7 +123,9 @@ struct Session {
 /// Everything but the decoder, so the decoder's callback can borrow it.
 struct Context {
     shared: Arc<Shared>,
-    route: RouteConfig,
+    /// Index into the server's routes: an idle connection holds no copy of
+    /// its route's options.
+    route_index: usize,
     connection: Arc<Connection>,
     queue: Arc<EventQueue>,
     compressor: Option<Compressor>,
@@ -254,6 +256,10 @@ impl Session {
 }
 
 impl Context {
+    fn route(&self) -> &RouteConfig {
+        &self.shared.config.routes[self.route_index]
+    }
+
     fn on_event(&mut self, event: Event<'_>) -> Flow {
         match event {
             Event::Text(payload) => self.deliver(payload, false),
@@ -371,7 +377,7 @@ impl Context {
             OutItem::Message { payload, binary } => {
                 // Counted as payload bytes at enqueue; recount as framed.
                 self.connection.outbound.written(payload.len());
-                let threshold = self.route.compression.as_ref().map_or(0, |c| c.threshold);
+                let threshold = self.route().compression.as_ref().map_or(0, |c| c.threshold);
                 let mut compressed = Vec::new();
                 let deflated = match &mut self.compressor {
                     Some(compressor) if payload.len() >= threshold => {
@@ -448,11 +454,11 @@ impl Context {
             deadline = deadline.min(closing);
         }
         if !self.close_sent {
-            let idle = self.route.idle_timeout;
+            let idle = self.route().idle_timeout;
             if !idle.is_zero() {
                 deadline = deadline.min(self.last_received + idle);
             }
-            let ping = self.route.ping_interval;
+            let ping = self.route().ping_interval;
             if !ping.is_zero() && self.ping_sent_at.is_none() {
                 deadline = deadline.min(self.last_received + ping);
             }
@@ -470,12 +476,12 @@ impl Context {
         if self.close_sent {
             return false;
         }
-        let idle = self.route.idle_timeout;
+        let idle = self.route().idle_timeout;
         if !idle.is_zero() && now >= self.last_received + idle {
             self.send_close(1001, "ERR_WS_IDLE_TIMEOUT");
             return false;
         }
-        let ping = self.route.ping_interval;
+        let ping = self.route().ping_interval;
         if !ping.is_zero() && self.ping_sent_at.is_none() && now >= self.last_received + ping {
             self.ping_sent_at = Some(now);
             self.push_frame(framing::frame_control(OpCode::Ping, &[]));
