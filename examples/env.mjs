@@ -3,10 +3,13 @@
 import os from 'node:os';
 import { Server } from 'switchboard';
 
-/** Route options from COMPRESSION and MAX_FRAGMENTS. */
+/** Route options from COMPRESSION, COMPRESSION_THRESHOLD, MAX_FRAGMENTS and MAX_PAYLOAD_LENGTH. */
 export function routeOptionsFromEnv() {
   const options = {};
-  if (process.env.COMPRESSION === '1') options.compression = true;
+  if (process.env.COMPRESSION === '1') {
+    options.compression =
+      process.env.COMPRESSION_THRESHOLD === undefined ? true : { threshold: Number(process.env.COMPRESSION_THRESHOLD) };
+  }
   if (process.env.MAX_FRAGMENTS !== undefined) options.maxFragments = Number(process.env.MAX_FRAGMENTS);
   if (process.env.MAX_PAYLOAD_LENGTH !== undefined) options.maxPayloadLength = Number(process.env.MAX_PAYLOAD_LENGTH);
   return options;

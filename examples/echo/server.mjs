@@ -4,7 +4,9 @@
 //
 // Environment: PORT (default 9001, 0 = any free port), WORKERS (worker
 // threads, default: cores), COMPRESSION=1 (permessage-deflate on),
-// MAX_FRAGMENTS (fragments per message, 0 = no limit; default 1024).
+// COMPRESSION_THRESHOLD (bytes below which messages go uncompressed;
+// default 1024), MAX_FRAGMENTS (fragments per message, 0 = no limit;
+// default 1024), MAX_PAYLOAD_LENGTH (bytes; default 1 MiB).
 // Prints `... listening on ws://127.0.0.1:<port>/` once ready.
 import { startExample } from '../env.mjs';
 
