@@ -21,6 +21,8 @@ interface Slot {
   lastPong: number;
   /** Set while the slot is being replaced or shut down: its exit is expected. */
   retiring: boolean;
+  /** Set once the worker attached to the native server; until then, whoever started it handles its failure. */
+  attached: boolean;
   exited: Promise<void>;
 }
 
@@ -68,6 +70,7 @@ export class WorkerPool {
       worker,
       lastPong: Date.now(),
       retiring: false,
+      attached: false,
       exited: new Promise((resolve) => worker.once('exit', () => resolve())),
     };
     this.slots[index] = slot;
@@ -88,16 +91,25 @@ export class WorkerPool {
       worker.once('error', (error) => {
         if (!slot.retiring) reject(new SwitchboardError('ERR_APP_LOAD', error.message, { cause: error }));
       });
+      // Exiting before reporting its routes (process.exit in the app module)
+      // must fail the start too, not leave it pending forever.
+      worker.once('exit', (code) =>
+        reject(new SwitchboardError('ERR_APP_LOAD', `the worker exited with code ${code} while loading the app`)),
+      );
       worker.once('exit', () => this.onExit(index, slot));
     });
   }
 
   private attachSlot(slot: Slot, serverId: number): Promise<void> {
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
+      void slot.exited.then(() =>
+        reject(new SwitchboardError('ERR_WORKER_EXITED', 'the worker exited before it attached')),
+      );
       const onMessage = (message: FromWorker) => {
         if (message.type === 'attached') {
           slot.worker.off('message', onMessage);
           slot.lastPong = Date.now();
+          slot.attached = true;
           resolve();
         }
       };
@@ -125,14 +137,14 @@ export class WorkerPool {
   }
 
   private onExit(index: number, slot: Slot): void {
-    if (slot.retiring || this.closing || this.slots[index] !== slot) return;
+    if (slot.retiring || !slot.attached || this.closing || this.slots[index] !== slot) return;
     void this.replace(index, 'ERR_WORKER_EXITED');
   }
 
   private tick(): void {
     const now = Date.now();
     this.slots.forEach((slot, index) => {
-      if (slot.retiring) return;
+      if (slot.retiring || !slot.attached) return;
       if (now - slot.lastPong > this.watchdog.timeout) {
         void this.replace(index, 'ERR_WORKER_UNRESPONSIVE');
       } else {
@@ -150,12 +162,30 @@ export class WorkerPool {
     await old.worker.terminate();
     if (this.closing) return;
     this.events.workerReplaced({ worker: index, code });
+    await this.respawn(index, 0);
+  }
+
+  /**
+   * Start a fresh worker in slot `index`. One that fails to start (the app
+   * module now throws, say) is reported and retried after a growing delay:
+   * without it, its exit would trigger an immediate replacement, in a tight
+   * loop of worker threads for as long as the server runs.
+   */
+  private async respawn(index: number, attempt: number): Promise<void> {
+    if (this.closing || !this.handle) return;
     try {
       await this.spawn(index);
       const slot = this.slots[index]!;
       await this.attachSlot(slot, this.handle.id);
     } catch (error) {
+      const failed = this.slots[index];
+      // Its exit is expected now: the retry below replaces it.
+      if (failed) failed.retiring = true;
+      await failed?.worker.terminate();
+      if (this.closing) return;
       this.events.handlerError(error as Error, { worker: index, handler: 'load', connection: 0 });
+      const delay = Math.min(100 * 2 ** attempt, 5000);
+      setTimeout(() => void this.respawn(index, attempt + 1), delay).unref();
     }
   }
 
