@@ -3,14 +3,13 @@
 // the module loaded twice in one thread.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import path from 'node:path';
 import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Server } from 'switchboard';
-import { startServer, connect, nextMessage, waitFor } from '../helpers/index.mjs';
+import { startServer, connect, connectionRefused, nextMessage, waitFor } from '../helpers/index.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const APP = new URL('../fixtures/addon-echo-app.mjs', import.meta.url);
@@ -87,14 +86,7 @@ describe('the native addon', { timeout: 300000 }, () => {
       // accepting connections that no handler would ever see.
       const closed = await Promise.race([held.closed, new Promise((r) => setTimeout(() => r('still open'), 5000))]);
       assert.notEqual(closed, 'still open');
-      const refused = await new Promise((resolve) => {
-        const s = net.connect(port, '127.0.0.1');
-        s.on('connect', () => {
-          s.destroy();
-          resolve(false);
-        });
-        s.on('error', (e) => resolve(e.code === 'ECONNREFUSED'));
-      });
+      const refused = await connectionRefused(port);
       assert.equal(refused, true, 'the orphaned server no longer listens');
     });
   }

@@ -139,3 +139,15 @@ export function serverFrames(raw) {
 }
 
 export { WebSocket };
+
+/** Whether a TCP connection to 127.0.0.1:`port` is refused (nothing listens). */
+export function connectionRefused(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.on('error', (e) => resolve(e.code === 'ECONNREFUSED'));
+  });
+}

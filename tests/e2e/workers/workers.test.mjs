@@ -9,7 +9,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startServer, connect, waitFor, upgradeRequest, serverFrames } from '../../helpers/index.mjs';
+import { startServer, connect, connectionRefused, waitFor, upgradeRequest, serverFrames } from '../../helpers/index.mjs';
 import { joinWorker, rpc, waitForMessage, messages, sleep } from './util.mjs';
 
 const APP = new URL('../../fixtures/workers-app.mjs', import.meta.url);
@@ -323,14 +323,7 @@ describe('worker threads', { timeout: 300000 }, () => {
         clients.map((c) => `${c.id} 1001 ${c.worker}`).sort(),
       );
       // Nothing listens any more.
-      const refused = await new Promise((resolve) => {
-        const s = net.connect(port, '127.0.0.1');
-        s.on('connect', () => {
-          s.destroy();
-          resolve(false);
-        });
-        s.on('error', (e) => resolve(e.code === 'ECONNREFUSED'));
-      });
+      const refused = await connectionRefused(port);
       assert.equal(refused, true, 'a new connection is refused');
       // Closing twice is harmless.
       await server.close();
