@@ -1,0 +1,14 @@
+// Run by listen.test.mjs under a low open-file limit (`ulimit -n`): an echo
+// server on the main thread that reports its port and how many descriptors
+// it had open once listening.
+import { readdirSync } from 'node:fs';
+import { Server } from 'switchboard';
+
+const server = new Server({ workers: 0, ioThreads: 1 });
+server.ws('/', { message: (ws, data, isBinary) => ws.send(data, isBinary) });
+await server.listen(0, '127.0.0.1');
+console.log(JSON.stringify({ port: server.port, fds: readdirSync('/proc/self/fd').length }));
+process.on('SIGTERM', async () => {
+  await server.close({ drainTimeout: 200 });
+  process.exit(0);
+});
