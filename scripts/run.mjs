@@ -4,7 +4,7 @@
 //   npm test       installs, builds, runs every test (Rust, Node, interop, conformance)
 //   npm run build  installs and builds (native addon + TypeScript)
 // Each step is idempotent and quick when nothing changed.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,13 +101,22 @@ function testFiles(dir) {
   return out.sort();
 }
 
-function runCaptured(title, command, args, parse) {
+/** Run a test command, streaming its output while keeping a copy to count results. */
+async function runCaptured(title, command, args, parse) {
   step(title);
-  const result = spawnSync(command, args, { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024 });
-  process.stdout.write(result.stdout ?? '');
-  process.stderr.write(result.stderr ?? '');
-  const counts = parse(`${result.stdout}\n${result.stderr}`);
-  if (result.status !== 0 && counts.failed === 0) counts.failed = 1;
+  const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout.on('data', (chunk) => {
+    process.stdout.write(chunk);
+    text += chunk;
+  });
+  child.stderr.on('data', (chunk) => {
+    process.stderr.write(chunk);
+    text += chunk;
+  });
+  const status = await new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+  const counts = parse(text);
+  if (status !== 0 && counts.failed === 0) counts.failed = 1;
   return counts;
 }
 
@@ -136,7 +145,7 @@ function lint() {
   must('cargo', ['clippy', '--workspace', '--all-targets', '--locked', '--target', hostTriple(), '--', '-D', 'warnings']);
 }
 
-function test() {
+async function test() {
   build();
   lint();
   const totals = { passed: 0, failed: 0 };
@@ -145,7 +154,7 @@ function test() {
     totals.failed += c.failed;
   };
   add(
-    runCaptured(
+    await runCaptured(
       'Rust tests (cargo test --workspace)',
       'cargo',
       ['test', '--workspace', '--release', '--locked', '--target', hostTriple()],
@@ -156,7 +165,7 @@ function test() {
   must('bash', ['scripts/setup-python.sh']);
   const files = testFiles(path.join(root, 'tests')).map((f) => path.relative(root, f));
   add(
-    runCaptured(
+    await runCaptured(
       'Node tests (node --test)',
       'node',
       ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
@@ -173,7 +182,7 @@ switch (command) {
     build();
     break;
   case 'test':
-    test();
+    await test();
     break;
   case 'demo': {
     build();
