@@ -7,7 +7,10 @@
 //
 //   node benchmarks/quick-load.mjs echo [connections=50] [inFlight=16] [seconds=5] [bytes=32]
 //   node benchmarks/quick-load.mjs broadcast [connections=100] [ratePerClient=20] [seconds=5] [bytes=32]
+//   node benchmarks/quick-load.mjs idle [connections=10000]
 //
+// `idle` opens connections that send nothing (to the echo example) and
+// reports the server's resident memory per connection.
 // Environment: WORKERS (server worker threads, default 1).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -28,7 +31,13 @@ function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-const server = spawn(process.execPath, [path.join(root, 'examples', mode, 'server.mjs')], {
+function rssBytes(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m[1]) * 1024;
+}
+
+const example = mode === 'idle' ? 'echo' : mode;
+const server = spawn(process.execPath, [path.join(root, 'examples', example, 'server.mjs')], {
   env: { ...process.env, PORT: '0', WORKERS: process.env.WORKERS ?? '1' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
@@ -41,6 +50,40 @@ const url = await new Promise((resolve, reject) => {
   });
   server.once('exit', () => reject(new Error(`server exited: ${out}`)));
 });
+
+if (mode === 'idle') {
+  await new Promise((r) => setTimeout(r, 500));
+  const before = rssBytes(server.pid);
+  const idle = [];
+  // Open in slices so the listen backlog never overflows.
+  for (let i = 0; i < connections; i += 500) {
+    const slice = Math.min(500, connections - i);
+    idle.push(
+      ...(await Promise.all(
+        Array.from({ length: slice }, () => new Promise((resolve, reject) => {
+          const ws = new WebSocket(url, { perMessageDeflate: false });
+          ws.once('open', () => resolve(ws));
+          ws.once('error', reject);
+        })),
+      )),
+    );
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = rssBytes(server.pid);
+  console.log(
+    JSON.stringify({
+      mode,
+      connections,
+      workers: Number(process.env.WORKERS ?? 1),
+      serverRssBeforeMiB: +(before / 2 ** 20).toFixed(1),
+      serverRssAfterMiB: +(after / 2 ** 20).toFixed(1),
+      bytesPerConnection: Math.round((after - before) / connections),
+    }),
+  );
+  for (const ws of idle) ws.terminate();
+  server.kill('SIGTERM');
+  process.exit(0);
+}
 
 const payload = Buffer.alloc(bytes, 'x');
 const clients = await Promise.all(

@@ -81,12 +81,15 @@ async fn read_head(stream: &mut TcpStream, shared: &Shared) -> Option<(RequestHe
     };
     let mut buffer = Vec::with_capacity(1024);
     loop {
-        let mut chunk = [0u8; 4096];
-        let n = stream.read(&mut chunk).await.ok()?;
+        // Read straight into the growing head buffer: a stack array held
+        // across this await would become part of every connection task's
+        // state for the connection's whole life (async state is sized for
+        // its largest suspension point).
+        buffer.reserve(1024);
+        let n = stream.read_buf(&mut buffer).await.ok()?;
         if n == 0 {
             return None;
         }
-        buffer.extend_from_slice(&chunk[..n]);
         match parse_request_head(&buffer, &limits) {
             Ok(Some((head, consumed))) => {
                 let leftover = buffer.split_off(consumed);

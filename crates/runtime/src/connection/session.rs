@@ -495,16 +495,20 @@ impl Context {
 /// destroy the close frame in flight.
 async fn linger(stream: TcpStream, ctx: &Context) {
     let mut stream = stream;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let _ = stream.shutdown().await;
     if ctx.close_received {
         return;
     }
+    // Discard into the thread's read buffer (no buffer in the task state).
     let _ = tokio::time::timeout(LINGER, async {
-        let mut sink = [0u8; 4096];
-        while let Ok(n) = stream.read(&mut sink).await {
-            if n == 0 {
-                break;
+        while stream.readable().await.is_ok() {
+            let read = READ_BUFFER.with(|cell| stream.try_read(&mut cell.borrow_mut()[..]));
+            match read {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
             }
         }
     })
