@@ -76,6 +76,12 @@ export interface CompressionOptions {
 }
 
 /**
+ * Defer the I/O wake-ups of sends made on this thread until `uncork` (the
+ * dispatcher corks around each batch; `ws.cork(fn)` around `fn`). Nests.
+ */
+export declare function cork(): void
+
+/**
  * Every error code of the native layers, for `docs/errors.md` and its
  * sync test.
  */
@@ -153,6 +159,9 @@ export interface StatsJs {
   subscriptions: number
   workers: Array<WorkerStatsJs>
 }
+
+/** End a `cork`; the outermost one wakes every connection sent to. */
+export declare function uncork(): void
 
 /** Counters of one worker. */
 export interface WorkerStatsJs {

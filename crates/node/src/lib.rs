@@ -452,3 +452,16 @@ pub fn error_catalog() -> Vec<ErrorCodeInfo> {
         .chain(BINDING_ERROR_CODES.iter().map(thrown))
         .collect()
 }
+
+/// Defer the I/O wake-ups of sends made on this thread until `uncork` (the
+/// dispatcher corks around each batch; `ws.cork(fn)` around `fn`). Nests.
+#[napi]
+pub fn cork() {
+    switchboard_runtime::server::cork();
+}
+
+/// End a `cork`; the outermost one wakes every connection sent to.
+#[napi]
+pub fn uncork() {
+    switchboard_runtime::server::uncork();
+}

@@ -91,12 +91,29 @@ impl Outbound {
         }
     }
 
-    /// Queue `item` (`len` bytes on the wire). Never blocks beyond a short
-    /// lock: a stalled client costs only its own queue.
+    /// Queue `item` (`len` bytes on the wire) and wake the connection's
+    /// task if it needs it. Never blocks beyond a short lock: a stalled
+    /// client costs only its own queue.
     pub fn enqueue(&self, item: OutItem, len: usize) -> SendStatus {
+        let (status, wake) = self.push(item, len);
+        if wake {
+            self.wake();
+        }
+        status
+    }
+
+    /// Wake the connection's task to write what is queued.
+    pub fn wake(&self) {
+        self.notify.notify_one();
+    }
+
+    /// [`Outbound::enqueue`] without the wake-up: also returns whether the
+    /// task must be woken (the queue was empty), so a corked caller can
+    /// wake it later (see `server::cork`).
+    pub fn push(&self, item: OutItem, len: usize) -> (SendStatus, bool) {
         let mut state = self.state.lock();
         if state.closed || state.eviction.is_some() {
-            return SendStatus::Closed;
+            return (SendStatus::Closed, false);
         }
         let buffered = self.buffered.load(Ordering::Acquire);
         // A close always gets in: refusing it would make `end()` a silent
@@ -112,21 +129,19 @@ impl Outbound {
                 drop(state);
                 self.notify.notify_one();
             }
-            return SendStatus::Dropped;
+            return (SendStatus::Dropped, false);
         }
         let was_empty = state.items.is_empty();
         state.items.push_back(item);
         self.buffered.fetch_add(len, Ordering::AcqRel);
         drop(state);
-        if was_empty {
-            self.notify.notify_one();
-        }
-        if self.congested.load(Ordering::Acquire) {
+        let status = if self.congested.load(Ordering::Acquire) {
             self.drain_wanted.store(true, Ordering::Release);
             SendStatus::Buffered
         } else {
             SendStatus::Sent
-        }
+        };
+        (status, was_empty)
     }
 
     /// Ask the connection to leave (see [`Eviction`]). Returns false when it

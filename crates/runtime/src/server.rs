@@ -2,6 +2,7 @@
 //! synchronous operations JavaScript calls from any thread (send, publish,
 //! subscribe...). None of them waits on I/O: they enqueue and return.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -29,6 +30,37 @@ pub enum UpgradeDecision {
     Reject { status: u16, reason: String },
 }
 
+thread_local! {
+    /// How deeply the calling thread is corked (see [`cork`]).
+    static CORK_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Connections whose wake-up waits for the outermost [`uncork`].
+    static CORKED: RefCell<Vec<Arc<Connection>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Defer the wake-ups of connections this thread sends to until
+/// [`uncork`]. A JavaScript worker corks while it dispatches a batch of
+/// events, so every message its handlers send to one connection in that
+/// batch leaves in one vectored write instead of one write (and one task
+/// wake-up) each. Nests; only the outermost `uncork` wakes.
+pub fn cork() {
+    CORK_DEPTH.with(|depth| depth.set(depth.get() + 1));
+}
+
+/// End a [`cork`]; the outermost one wakes every connection sent to since.
+pub fn uncork() {
+    let outermost = CORK_DEPTH.with(|depth| {
+        let d = depth.get().saturating_sub(1);
+        depth.set(d);
+        d == 0
+    });
+    if outermost {
+        let corked = CORKED.with(|list| std::mem::take(&mut *list.borrow_mut()));
+        for connection in corked {
+            connection.outbound.wake();
+        }
+    }
+}
+
 /// What every thread can reach of an open connection.
 pub struct Connection {
     pub id: u64,
@@ -36,6 +68,22 @@ pub struct Connection {
     pub outbound: Outbound,
     /// Whether it compresses (then it frames its own messages).
     pub deflate: bool,
+}
+
+impl Connection {
+    /// Queue an item; the task is woken now, or at [`uncork`] when the
+    /// calling thread is corked.
+    pub fn enqueue(self: &Arc<Self>, item: OutItem, len: usize) -> SendStatus {
+        let (status, wake) = self.outbound.push(item, len);
+        if wake {
+            if CORK_DEPTH.with(Cell::get) > 0 {
+                CORKED.with(|list| list.borrow_mut().push(self.clone()));
+            } else {
+                self.outbound.wake();
+            }
+        }
+        status
+    }
 }
 
 /// Shared state of one server.
@@ -78,7 +126,7 @@ impl Shared {
     /// (a publish) share those bytes.
     pub fn deliver(
         &self,
-        conn: &Connection,
+        conn: &Arc<Connection>,
         payload: &bytes::Bytes,
         framed: &bytes::Bytes,
         binary: bool,
@@ -88,10 +136,9 @@ impl Shared {
                 payload: payload.clone(),
                 binary,
             };
-            conn.outbound.enqueue(item, payload.len())
+            conn.enqueue(item, payload.len())
         } else {
-            conn.outbound
-                .enqueue(OutItem::Frame(framed.clone()), framed.len())
+            conn.enqueue(OutItem::Frame(framed.clone()), framed.len())
         };
         match status {
             SendStatus::Sent | SendStatus::Buffered => stats::add(&self.stats.messages_out, 1),
@@ -202,7 +249,7 @@ impl Server {
             code,
             reason: reason.to_owned(),
         };
-        connection.outbound.enqueue(item, 0) != SendStatus::Closed
+        connection.enqueue(item, 0) != SendStatus::Closed
     }
 
     /// Drop a connection without a closing handshake.

@@ -120,6 +120,9 @@ export interface NativeErrorCodeInfo {
 
 interface NativeModule {
   errorCatalog(): NativeErrorCodeInfo[];
+  /** Defer this thread's I/O wake-ups until `uncork` (nests). */
+  cork(): void;
+  uncork(): void;
   ServerHandle: {
     create(options: NativeServerOptions): NativeServerHandle;
     open(id: number): NativeServerHandle;

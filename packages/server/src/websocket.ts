@@ -2,7 +2,7 @@
  * The connection object handlers receive. It lives in the worker the
  * connection is pinned to; every method is a synchronous native call.
  */
-import type { NativeServerHandle } from './native.js';
+import { type NativeServerHandle, native } from './native.js';
 import { type MessageData, type PublishOptions, type SendStatus, checkCloseCode, toBytes } from './operations.js';
 
 export class WebSocket<UserData = unknown> {
@@ -74,12 +74,17 @@ export class WebSocket<UserData = unknown> {
   }
 
   /**
-   * Run `fn`; sends inside it go out together. Every send is already
-   * batched natively until the I/O thread flushes, so this exists for
-   * uWebSockets.js compatibility and costs nothing.
+   * Run `fn`; what it sends goes out together when it returns (one
+   * vectored write per connection). Handlers already run corked; this is
+   * for sends from timers and other callbacks.
    */
   cork(fn: () => void): this {
-    fn();
+    native.cork();
+    try {
+      fn();
+    } finally {
+      native.uncork();
+    }
     return this;
   }
 }

@@ -32,3 +32,28 @@ test('end() refuses reserved and out-of-range close codes, then closes with a va
   assert.deepEqual(closed, { code: 4000, reason: 'x' });
   assert.throws(() => server.end(1, 1006), { code: 'ERR_INVALID_OPTION' });
 });
+
+test('ws.cork(fn) from a timer delivers everything sent inside it, in order', async (t) => {
+  const { server, url } = await startServer((s) =>
+    s.ws('/', {
+      open(ws) {
+        setTimeout(() => {
+          ws.cork(() => {
+            for (let i = 0; i < 100; i++) ws.send(`m${i}`);
+          });
+          // And after the cork, sends wake the connection at once again.
+          ws.send('after');
+        }, 10);
+      },
+    }),
+  );
+  t.after(() => server.close({ drainTimeout: 500 }));
+  const client = await connect(url);
+  const deadline = Date.now() + 5000;
+  while (client.received.length < 101 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(
+    client.received.map((m) => m.data.toString()),
+    [...Array.from({ length: 100 }, (_, i) => `m${i}`), 'after'],
+  );
+  client.close();
+});

@@ -5,7 +5,7 @@
  * only its own connection, with 1011, and the error is reported.
  */
 import type { App, RegisteredRoute, UpgradeResponse } from '../app.js';
-import type { NativeServerHandle } from '../native.js';
+import { type NativeServerHandle, native } from '../native.js';
 import { UpgradeRejection } from '../errors.js';
 import { WebSocket } from '../websocket.js';
 import {
@@ -69,10 +69,17 @@ export class Dispatcher {
   drain(): void {
     // Events pushed while we handle these wake us again; loop a bounded
     // number of times so timers and messages of this thread still run.
-    for (let round = 0; round < 16; round++) {
-      const batch = this.native.drain(this.workerIndex);
-      if (batch.length === 0) return;
-      decodeBatch(batch, (event) => this.onEvent(event));
+    // Corked: what the handlers send to one connection during the batch
+    // leaves in one vectored write when the batch is done.
+    native.cork();
+    try {
+      for (let round = 0; round < 16; round++) {
+        const batch = this.native.drain(this.workerIndex);
+        if (batch.length === 0) return;
+        decodeBatch(batch, (event) => this.onEvent(event));
+      }
+    } finally {
+      native.uncork();
     }
   }
 
