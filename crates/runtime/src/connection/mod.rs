@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use crate::config::RouteConfig;
-use crate::events::{body, KIND_UPGRADE};
+use crate::events::{body, KIND_CLOSE, KIND_UPGRADE};
 use crate::server::{Shared, UpgradeDecision};
 use crate::stats;
 
@@ -190,7 +190,17 @@ async fn handshake(
         (!protocol.is_empty()).then_some(protocol.as_str()),
         (!extensions.is_empty()).then_some(extensions.as_str()),
     );
-    stream.write_all(&response).await.ok()?;
+    if stream.write_all(&response).await.is_err() {
+        if route.has_upgrade_hook {
+            // The hook accepted and its worker keeps the connection's data
+            // until the connection's events end; end them.
+            shared.queues[worker].push(KIND_CLOSE, |out| {
+                body::id(out, id);
+                body::u16(out, 1006);
+            });
+        }
+        return None;
+    }
     Some(Accepted {
         id,
         worker,

@@ -101,7 +101,12 @@ export class Dispatcher {
       this.connections.set(event.id, { ws, route, backlog: null, failed: false });
     }
     const state = this.connections.get(event.id);
-    if (!state) return;
+    if (!state) {
+      // A close without an open: the client left between an accepting
+      // `upgrade` hook and the 101. Forget the data the hook attached.
+      if (event.kind === KIND_CLOSE) this.upgraded.delete(event.id);
+      return;
+    }
     if (state.backlog) {
       state.backlog.push(event);
       return;
