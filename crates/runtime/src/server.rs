@@ -93,7 +93,9 @@ pub struct Shared {
     pub worker_stats: Vec<WorkerStats>,
     pub connections: RwLock<HashMap<u64, Arc<Connection>>>,
     pub registry: RwLock<switchboard_pubsub::Registry>,
-    pub pending_upgrades: Mutex<HashMap<u64, oneshot::Sender<UpgradeDecision>>>,
+    /// Upgrades waiting for JavaScript's hook: the worker asked, and where
+    /// to send its decision.
+    pub pending_upgrades: Mutex<HashMap<u64, (usize, oneshot::Sender<UpgradeDecision>)>>,
     pub stats: Stats,
     pub permits: Arc<Semaphore>,
     /// Cancelled when the server stops accepting (graceful shutdown begins).
@@ -267,7 +269,7 @@ impl Server {
     /// request is gone (the client left, or the hook took too long).
     pub fn resolve_upgrade(&self, conn: u64, decision: UpgradeDecision) -> bool {
         match self.shared.pending_upgrades.lock().remove(&conn) {
-            Some(sender) => sender.send(decision).is_ok(),
+            Some((_, sender)) => sender.send(decision).is_ok(),
             None => false,
         }
     }
@@ -279,6 +281,12 @@ impl Server {
             return 0;
         };
         queue.clear();
+        // Its pending upgrades will never be decided: answer them now (a
+        // dropped sender reads as "no decision", which rejects with 503).
+        self.shared
+            .pending_upgrades
+            .lock()
+            .retain(|_, (asked, _)| *asked != worker);
         let victims: Vec<Arc<Connection>> = self
             .shared
             .connections

@@ -223,7 +223,7 @@ async fn ask_upgrade_hook(
     head: &RequestHead,
 ) -> UpgradeDecision {
     let (sender, receiver) = oneshot::channel();
-    shared.pending_upgrades.lock().insert(id, sender);
+    shared.pending_upgrades.lock().insert(id, (worker, sender));
     shared.queues[worker].push(KIND_UPGRADE, |out| {
         body::id(out, id);
         body::u16(out, route_index as u16);
