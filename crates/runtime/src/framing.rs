@@ -12,17 +12,12 @@ fn opcode(binary: bool) -> OpCode {
     }
 }
 
-/// Frame a whole message (unmasked, one frame) into one buffer, header and
-/// payload together, so one `Bytes` can be shared by every recipient.
-pub fn frame_message(payload: &[u8], binary: bool) -> Bytes {
-    frame_parts(&[], payload, binary)
-}
-
-/// Frame `prefix ++ payload` (a virtual socket's tag in front of a message).
-pub fn frame_parts(prefix: &[u8], payload: &[u8], binary: bool) -> Bytes {
+/// One unmasked, final frame carrying `prefix ++ payload`, header and
+/// payload in one allocation so one `Bytes` can be shared by every recipient.
+fn build(op: OpCode, rsv1: bool, prefix: &[u8], payload: &[u8]) -> Bytes {
     let len = prefix.len() + payload.len();
     let mut header = [0u8; 14];
-    let header_len = encode_header(true, false, opcode(binary), len as u64, None, &mut header);
+    let header_len = encode_header(true, rsv1, op, len as u64, None, &mut header);
     let mut out = BytesMut::with_capacity(header_len + len);
     out.put_slice(&header[..header_len]);
     out.put_slice(prefix);
@@ -30,31 +25,24 @@ pub fn frame_parts(prefix: &[u8], payload: &[u8], binary: bool) -> Bytes {
     out.freeze()
 }
 
+/// Frame a whole message.
+pub fn frame_message(payload: &[u8], binary: bool) -> Bytes {
+    build(opcode(binary), false, &[], payload)
+}
+
+/// Frame `prefix ++ payload` (a virtual socket's tag in front of a message).
+pub fn frame_parts(prefix: &[u8], payload: &[u8], binary: bool) -> Bytes {
+    build(opcode(binary), false, prefix, payload)
+}
+
 /// Frame a message whose payload is already compressed (RSV1 set).
 pub fn frame_compressed(payload: &[u8], binary: bool) -> Bytes {
-    let mut header = [0u8; 14];
-    let header_len = encode_header(
-        true,
-        true,
-        opcode(binary),
-        payload.len() as u64,
-        None,
-        &mut header,
-    );
-    let mut out = BytesMut::with_capacity(header_len + payload.len());
-    out.put_slice(&header[..header_len]);
-    out.put_slice(payload);
-    out.freeze()
+    build(opcode(binary), true, &[], payload)
 }
 
 /// A control frame (ping, pong, close) with a payload of at most 125 bytes.
 pub fn frame_control(op: OpCode, payload: &[u8]) -> Bytes {
-    let mut header = [0u8; 14];
-    let header_len = encode_header(true, false, op, payload.len() as u64, None, &mut header);
-    let mut out = BytesMut::with_capacity(header_len + payload.len());
-    out.put_slice(&header[..header_len]);
-    out.put_slice(payload);
-    out.freeze()
+    build(op, false, &[], payload)
 }
 
 /// Header length of an unmasked frame carrying `len` payload bytes.

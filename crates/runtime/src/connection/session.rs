@@ -171,8 +171,7 @@ impl Session {
                 self.ctx.on_item(item);
             }
             if self.ctx.flush(&stream).is_err() {
-                self.ctx.result.get_or_insert((1006, String::new()));
-                return self.ctx.result.take().unwrap_or_default();
+                return self.ctx.outcome(1006, "");
             }
             if self.ctx.is_done() {
                 break;
@@ -182,8 +181,7 @@ impl Session {
             let deadline = self.ctx.next_deadline();
             tokio::select! {
                 _ = shared.force.cancelled() => {
-                    self.ctx.result.get_or_insert((1001, "ERR_SERVER_SHUTDOWN".into()));
-                    return self.ctx.result.take().unwrap_or_default();
+                    return self.ctx.outcome(1001, "ERR_SERVER_SHUTDOWN");
                 }
                 _ = shared.stopping.cancelled(), if !self.ctx.close_sent => {
                     self.ctx.send_close(1001, "server shutting down");
@@ -206,7 +204,7 @@ impl Session {
                             self.ctx.result.get_or_insert((1006, String::new()));
                             if !self.ctx.close_sent {
                                 // The peer vanished without a closing handshake.
-                                return self.ctx.result.take().unwrap_or_default();
+                                return self.ctx.outcome(1006, "");
                             }
                         }
                     }
@@ -221,7 +219,7 @@ impl Session {
                 }
             }
         }
-        let result = self.ctx.result.take().unwrap_or((1006, String::new()));
+        let result = self.ctx.outcome(1006, "");
         linger(stream, &self.ctx).await;
         result
     }
@@ -256,6 +254,14 @@ impl Session {
 }
 
 impl Context {
+    /// The code and reason for the `close` event: what was decided earlier
+    /// (a close frame, an error), else the given fallback.
+    fn outcome(&mut self, code: u16, reason: &str) -> (u16, String) {
+        self.result
+            .take()
+            .unwrap_or_else(|| (code, reason.to_owned()))
+    }
+
     fn route(&self) -> &RouteConfig {
         &self.shared.config.routes[self.route_index]
     }
