@@ -25,10 +25,6 @@ export declare class ServerHandle {
   attachWorker(index: number, wake: () => void): void
   /** Stop waking worker `index` (lets its event loop end). */
   detachWorker(index: number): void
-  /** Take every event queued for worker `index`, as one buffer. */
-  drain(index: number): Buffer
-  /** Send a message to a connection: 0 sent, 1 buffered, 2 dropped, 3 closed. */
-  send(connection: number, data: Uint8Array, binary: boolean): number
   /** Start the closing handshake. */
   end(connection: number, code: number, reason: string): boolean
   /** Drop the connection at once. */
@@ -37,8 +33,6 @@ export declare class ServerHandle {
   bufferedAmount(connection: number): number
   /** Answer a pending `upgrade`. */
   resolveUpgrade(connection: number, accept: boolean, status: number, reason: string, protocol?: string | undefined | null): boolean
-  /** Publish to one channel; returns the number of recipients. */
-  publish(channel: string, data: Uint8Array, binary: boolean, exclude?: number | undefined | null): number
   /**
    * Publish to channels and subscribers (connections or virtual sockets)
    * at once; each recipient gets the message once.
@@ -80,6 +74,12 @@ export interface CompressionOptions {
  * dispatcher corks around each batch; `ws.cork(fn)` around `fn`). Nests.
  */
 export declare function cork(): void
+
+/**
+ * Take every event queued for worker `index` of server `server`, as one
+ * buffer (empty when there is none).
+ */
+export declare function drainEvents(server: number, index: number): Buffer
 
 /**
  * Every error code of the native layers, for `docs/errors.md` and its

@@ -6,7 +6,9 @@
 //! same server by id. The shared library is loaded once per process, so the
 //! registry below is shared by all threads.
 
+mod hot;
 mod options;
+mod raw;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -14,7 +16,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use napi::bindgen_prelude::{AsyncTask, Buffer, Function};
+use napi::bindgen_prelude::{AsyncTask, Function};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, Error, Result, Status, Task};
 use napi_derive::napi;
@@ -172,21 +174,6 @@ impl ServerHandle {
         }
     }
 
-    /// Take every event queued for worker `index`, as one buffer.
-    #[napi]
-    pub fn drain(&self, index: u32) -> Buffer {
-        match self.server.queue(index as usize) {
-            Some(queue) => Buffer::from(queue.drain()),
-            None => Buffer::from(Vec::new()),
-        }
-    }
-
-    /// Send a message to a connection: 0 sent, 1 buffered, 2 dropped, 3 closed.
-    #[napi]
-    pub fn send(&self, connection: i64, data: &[u8], binary: bool) -> u32 {
-        self.server.send(id_from_js(connection), data, binary) as u32
-    }
-
     /// Start the closing handshake.
     #[napi]
     pub fn end(&self, connection: i64, code: u32, reason: String) -> bool {
@@ -228,13 +215,6 @@ impl ServerHandle {
         };
         self.server
             .resolve_upgrade(id_from_js(connection), decision)
-    }
-
-    /// Publish to one channel; returns the number of recipients.
-    #[napi]
-    pub fn publish(&self, channel: String, data: &[u8], binary: bool, exclude: Option<i64>) -> u32 {
-        self.server
-            .publish(&channel, data, binary, exclude.map(id_from_js)) as u32
     }
 
     /// Publish to channels and subscribers (connections or virtual sockets)
@@ -451,6 +431,15 @@ pub fn error_catalog() -> Vec<ErrorCodeInfo> {
         .chain(switchboard_pubsub::ALL_ERROR_CODES.iter().map(thrown))
         .chain(BINDING_ERROR_CODES.iter().map(thrown))
         .collect()
+}
+
+/// Adds the raw Node-API functions (`send`, `publish`; see `raw.rs`).
+#[napi(module_exports)]
+pub fn register_raw_functions(exports: napi::bindgen_prelude::Object, env: Env) -> Result<()> {
+    use napi::JsValue;
+    // SAFETY: called once by the module initialiser with its own env and
+    // exports object.
+    unsafe { raw::register(env.raw(), exports.raw()) }
 }
 
 /// Defer the I/O wake-ups of sends made on this thread until `uncork` (the

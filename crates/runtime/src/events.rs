@@ -21,6 +21,7 @@
 //! - `CLOSE`: id conn, u16 code, reason (the rest, UTF-8)
 //! - `DRAIN`: id conn
 
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -32,6 +33,34 @@ pub const KIND_OPEN: u8 = 2;
 pub const KIND_MESSAGE: u8 = 3;
 pub const KIND_CLOSE: u8 = 4;
 pub const KIND_DRAIN: u8 = 5;
+
+/// Queued bytes beyond which an I/O thread wakes the worker at once instead
+/// of at the end of its turn (see [`wake_deferred`]): it bounds how long a
+/// busy I/O thread can hold events back, and the size of one batch.
+const DEFERRED_WAKE_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    /// Set once the calling thread is an I/O thread that has parked: its
+    /// pushes leave the wake-up to [`wake_deferred`].
+    static DEFERRING: Cell<bool> = const { Cell::new(false) };
+    /// Queues this thread pushed to whose wake-up waits for its next park.
+    static DEFERRED: RefCell<Vec<Arc<EventQueue>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Wake the workers of every queue this thread deferred. The runtime calls
+/// it when an I/O thread is about to park (it has handled every ready
+/// socket), so one read turn over many connections costs each worker one
+/// wake-up. Waking per event instead made the worker thread preempt the I/O
+/// thread after a message or two when both share a core: a context switch
+/// per couple of messages, which dominated the echo profile.
+pub fn wake_deferred() {
+    DEFERRING.with(|deferring| deferring.set(true));
+    DEFERRED.with(|list| {
+        for queue in list.borrow_mut().drain(..) {
+            queue.wake();
+        }
+    });
+}
 
 /// How a worker is told that events are waiting. The binding implements it
 /// with a thread-safe function call; tests implement it with a channel.
@@ -73,8 +102,11 @@ impl EventQueue {
     }
 
     /// Append one event; `write_body` writes the body into the buffer.
-    pub fn push(&self, kind: u8, write_body: impl FnOnce(&mut Vec<u8>)) {
-        {
+    ///
+    /// On an I/O thread the worker is woken when the thread parks (or at
+    /// once past [`DEFERRED_WAKE_BYTES`]); elsewhere at once.
+    pub fn push(self: &Arc<Self>, kind: u8, write_body: impl FnOnce(&mut Vec<u8>)) {
+        let queued = {
             let mut buffer = self.buffer.lock();
             buffer.push(kind);
             let length_at = buffer.len();
@@ -83,8 +115,23 @@ impl EventQueue {
             let body_len = (buffer.len() - length_at - 4) as u32;
             buffer[length_at..length_at + 4].copy_from_slice(&body_len.to_le_bytes());
             self.queued_bytes.store(buffer.len(), Ordering::SeqCst);
+            buffer.len()
+        };
+        if self.wake_pending.load(Ordering::SeqCst) {
+            // A wake-up is on its way; the drain it causes takes this too
+            // (`drain` clears the flag before it takes the buffer).
+            return;
         }
-        self.wake();
+        if queued < DEFERRED_WAKE_BYTES && DEFERRING.with(Cell::get) {
+            DEFERRED.with(|list| {
+                let mut list = list.borrow_mut();
+                if !list.iter().any(|queue| Arc::ptr_eq(queue, self)) {
+                    list.push(self.clone());
+                }
+            });
+        } else {
+            self.wake();
+        }
     }
 
     fn wake(&self) {
@@ -164,7 +211,7 @@ mod tests {
 
     #[test]
     fn one_wake_per_batch_and_layout() {
-        let queue = EventQueue::new(1024);
+        let queue = Arc::new(EventQueue::new(1024));
         let wakes = Arc::new(AtomicU32::new(0));
         let counter = wakes.clone();
         queue.set_waker(Some(Arc::new(move || {
@@ -185,7 +232,7 @@ mod tests {
 
     #[test]
     fn events_before_a_waker_are_delivered_when_it_attaches() {
-        let queue = EventQueue::new(1024);
+        let queue = Arc::new(EventQueue::new(1024));
         queue.push(KIND_DRAIN, |out| body::id(out, 1));
         let wakes = Arc::new(AtomicU32::new(0));
         let counter = wakes.clone();
@@ -193,6 +240,32 @@ mod tests {
             counter.fetch_add(1, Ordering::SeqCst);
         })));
         assert_eq!(wakes.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn an_io_thread_wakes_once_per_turn_or_past_the_threshold() {
+        std::thread::spawn(|| {
+            let queue = Arc::new(EventQueue::new(usize::MAX));
+            let wakes = Arc::new(AtomicU32::new(0));
+            let counter = wakes.clone();
+            queue.set_waker(Some(Arc::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })));
+            // The first park marks this thread as an I/O thread.
+            wake_deferred();
+            for n in 0..10u64 {
+                queue.push(KIND_DRAIN, |out| body::id(out, n));
+            }
+            assert_eq!(wakes.load(Ordering::SeqCst), 0, "held until the park");
+            wake_deferred();
+            assert_eq!(wakes.load(Ordering::SeqCst), 1);
+            assert_eq!(queue.drain().len(), 10 * 13);
+            // A big backlog wakes at once.
+            queue.push(KIND_MESSAGE, |out| out.resize(DEFERRED_WAKE_BYTES, 0));
+            assert_eq!(wakes.load(Ordering::SeqCst), 2);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

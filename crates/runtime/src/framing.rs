@@ -12,17 +12,29 @@ fn opcode(binary: bool) -> OpCode {
     }
 }
 
-/// One unmasked, final frame carrying `prefix ++ payload`, header and
-/// payload in one allocation so one `Bytes` can be shared by every recipient.
-fn build(op: OpCode, rsv1: bool, prefix: &[u8], payload: &[u8]) -> Bytes {
+/// Append one unmasked, final frame carrying `prefix ++ payload` to `out`.
+fn write(out: &mut BytesMut, op: OpCode, rsv1: bool, prefix: &[u8], payload: &[u8]) {
     let len = prefix.len() + payload.len();
     let mut header = [0u8; 14];
     let header_len = encode_header(true, rsv1, op, len as u64, None, &mut header);
-    let mut out = BytesMut::with_capacity(header_len + len);
+    out.reserve(header_len + len);
     out.put_slice(&header[..header_len]);
     out.put_slice(prefix);
     out.put_slice(payload);
+}
+
+/// One frame, header and payload in one allocation so one `Bytes` can be
+/// shared by every recipient.
+fn build(op: OpCode, rsv1: bool, prefix: &[u8], payload: &[u8]) -> Bytes {
+    let len = prefix.len() + payload.len();
+    let mut out = BytesMut::with_capacity(header_len(len) + len);
+    write(&mut out, op, rsv1, prefix, payload);
     out.freeze()
+}
+
+/// Append a whole message's frame to `out` (coalescing small sends).
+pub fn append_message(out: &mut BytesMut, payload: &[u8], binary: bool) {
+    write(out, opcode(binary), false, &[], payload);
 }
 
 /// Frame a whole message.

@@ -10,11 +10,12 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::config::SlowConsumerPolicy;
+use crate::framing;
 
 /// The outcome of one send, as JavaScript sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +44,16 @@ pub enum OutItem {
     Message { payload: Bytes, binary: bool },
     /// Start the closing handshake with this code and reason.
     Close { code: u16, reason: String },
+    /// Frames of messages sent to this connection alone, written one after
+    /// another into one buffer (see [`Outbound::push_message`]).
+    Coalesced(BytesMut),
 }
+
+/// A coalescing buffer grows up to this many bytes; past it a new one
+/// starts, so one buffer never needs a large reallocation.
+const COALESCE_BYTES: usize = 64 * 1024;
+/// The smallest coalescing buffer: room for a few small frames.
+const COALESCE_MIN_CAPACITY: usize = 512;
 
 /// Why the connection must go, set by another thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,28 +121,70 @@ impl Outbound {
     /// task must be woken (the queue was empty), so a corked caller can
     /// wake it later (see `server::cork`).
     pub fn push(&self, item: OutItem, len: usize) -> (SendStatus, bool) {
+        let is_close = matches!(item, OutItem::Close { .. });
         let mut state = self.state.lock();
+        if let Err(refused) = self.admit(&mut state, len, is_close) {
+            return (refused, false);
+        }
+        let was_empty = state.items.is_empty();
+        state.items.push_back(item);
+        self.accepted(state, len, was_empty)
+    }
+
+    /// Frame `payload` straight into the queue. Consecutive small sends to
+    /// one connection share one buffer: no allocation per message, and one
+    /// slice per batch for the vectored write instead of one per message
+    /// (that allocation and its free were ~8% of the echo profile).
+    pub fn push_message(&self, payload: &[u8], binary: bool) -> (SendStatus, bool) {
+        let len = framing::header_len(payload.len()) + payload.len();
+        let mut state = self.state.lock();
+        if let Err(refused) = self.admit(&mut state, len, false) {
+            return (refused, false);
+        }
+        let was_empty = state.items.is_empty();
+        match state.items.back_mut() {
+            Some(OutItem::Coalesced(buffer)) if buffer.len() + len <= COALESCE_BYTES => {
+                framing::append_message(buffer, payload, binary);
+            }
+            _ => {
+                let mut buffer = BytesMut::with_capacity(len.max(COALESCE_MIN_CAPACITY));
+                framing::append_message(&mut buffer, payload, binary);
+                state.items.push_back(OutItem::Coalesced(buffer));
+            }
+        }
+        self.accepted(state, len, was_empty)
+    }
+
+    /// Whether `len` more bytes may be queued; applies the slow-consumer
+    /// policy when not.
+    fn admit(&self, state: &mut State, len: usize, is_close: bool) -> Result<(), SendStatus> {
         if state.closed || state.eviction.is_some() {
-            return (SendStatus::Closed, false);
+            return Err(SendStatus::Closed);
         }
         let buffered = self.buffered.load(Ordering::Acquire);
         // A close always gets in: refusing it would make `end()` a silent
         // no-op (or, under the `Close` policy, an eviction) exactly when the
         // connection is behind.
-        let is_close = matches!(item, OutItem::Close { .. });
         // An empty queue always takes one message, however large, so a
         // message bigger than the limit is still deliverable to a reader.
         if !is_close && buffered > 0 && buffered + len > self.max_backpressure {
             if self.policy == SlowConsumerPolicy::Close {
                 state.eviction = Some(Eviction::SlowConsumer);
                 state.items.clear();
-                drop(state);
                 self.notify.notify_one();
             }
-            return (SendStatus::Dropped, false);
+            return Err(SendStatus::Dropped);
         }
-        let was_empty = state.items.is_empty();
-        state.items.push_back(item);
+        Ok(())
+    }
+
+    /// Count `len` accepted bytes and tell the sender how it went.
+    fn accepted(
+        &self,
+        state: parking_lot::MutexGuard<'_, State>,
+        len: usize,
+        was_empty: bool,
+    ) -> (SendStatus, bool) {
         self.buffered.fetch_add(len, Ordering::AcqRel);
         drop(state);
         let status = if self.congested.load(Ordering::Acquire) {
@@ -263,6 +315,35 @@ mod tests {
             assert_eq!(out.take(&mut items), None);
             assert_eq!(items.len(), 2);
         }
+    }
+
+    #[test]
+    fn small_messages_share_one_buffer_until_it_is_taken() {
+        let out = Outbound::new(1 << 20, SlowConsumerPolicy::Drop);
+        assert_eq!(out.push_message(b"ab", false), (SendStatus::Sent, true));
+        assert_eq!(out.push_message(b"cd", true), (SendStatus::Sent, false));
+        assert_eq!(out.buffered(), 8);
+        let mut items = VecDeque::new();
+        out.take(&mut items);
+        assert_eq!(items.len(), 1);
+        let Some(OutItem::Coalesced(frames)) = items.pop_front() else {
+            panic!("expected one coalesced buffer");
+        };
+        assert_eq!(&frames[..], &[0x81, 2, b'a', b'b', 0x82, 2, b'c', b'd']);
+        // After the take, the next send starts a new buffer and wakes.
+        assert_eq!(out.push_message(b"e", false), (SendStatus::Sent, true));
+    }
+
+    #[test]
+    fn a_full_coalescing_buffer_starts_another_and_limits_still_apply() {
+        let out = Outbound::new(100 * 1024, SlowConsumerPolicy::Drop);
+        let payload = vec![7u8; 40 * 1024];
+        assert_eq!(out.push_message(&payload, true).0, SendStatus::Sent);
+        assert_eq!(out.push_message(&payload, true).0, SendStatus::Sent);
+        assert_eq!(out.push_message(&payload, true).0, SendStatus::Dropped);
+        let mut items = VecDeque::new();
+        out.take(&mut items);
+        assert_eq!(items.len(), 2, "64 KiB per buffer at most");
     }
 
     #[test]

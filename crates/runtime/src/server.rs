@@ -17,9 +17,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::ServerConfig;
 use crate::events::EventQueue;
+use crate::listener;
 use crate::outbound::{Eviction, OutItem, Outbound, SendStatus};
 use crate::stats::{self, Stats, StatsSnapshot, WorkerSnapshot, WorkerStats};
-use crate::{framing, listener};
 
 /// What JavaScript's `upgrade` hook decided.
 #[derive(Debug)]
@@ -75,6 +75,29 @@ impl Connection {
     /// calling thread is corked.
     pub fn enqueue(self: &Arc<Self>, item: OutItem, len: usize) -> SendStatus {
         let (status, wake) = self.outbound.push(item, len);
+        self.woken(wake);
+        status
+    }
+
+    /// Queue a message for this connection alone, framed into its queue
+    /// (see [`Outbound::push_message`]); a compressing connection gets the
+    /// payload to compress and frame itself.
+    pub fn send_message(self: &Arc<Self>, payload: &[u8], binary: bool) -> SendStatus {
+        let (status, wake) = if self.deflate {
+            let item = OutItem::Message {
+                payload: bytes::Bytes::copy_from_slice(payload),
+                binary,
+            };
+            self.outbound.push(item, payload.len())
+        } else {
+            self.outbound.push_message(payload, binary)
+        };
+        self.woken(wake);
+        status
+    }
+
+    /// Wake the task now, or at the outermost `uncork` when corked.
+    fn woken(self: &Arc<Self>, wake: bool) {
         if wake {
             if CORK_DEPTH.with(Cell::get) > 0 {
                 CORKED.with(|list| list.borrow_mut().push(self.clone()));
@@ -82,7 +105,6 @@ impl Connection {
                 self.outbound.wake();
             }
         }
-        status
     }
 }
 
@@ -142,12 +164,16 @@ impl Shared {
         } else {
             conn.enqueue(OutItem::Frame(framed.clone()), framed.len())
         };
+        self.count_sent(status);
+        status
+    }
+
+    fn count_sent(&self, status: SendStatus) {
         match status {
             SendStatus::Sent | SendStatus::Buffered => stats::add(&self.stats.messages_out, 1),
             SendStatus::Dropped => stats::add(&self.stats.messages_dropped, 1),
             SendStatus::Closed => {}
         }
-        status
     }
 }
 
@@ -165,6 +191,9 @@ impl Server {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.io_threads.max(1))
             .thread_name("switchboard-io")
+            // Workers are woken once per I/O turn, not once per event.
+            .on_thread_park(crate::events::wake_deferred)
+            .on_thread_stop(crate::events::wake_deferred)
             .enable_all()
             .build()?;
         let shared = Arc::new(Shared {
@@ -233,13 +262,9 @@ impl Server {
         let Some(connection) = self.shared.connection(conn) else {
             return SendStatus::Closed;
         };
-        let payload = bytes::Bytes::copy_from_slice(data);
-        let framed = if connection.deflate {
-            payload.clone()
-        } else {
-            framing::frame_message(data, binary)
-        };
-        self.shared.deliver(&connection, &payload, &framed, binary)
+        let status = connection.send_message(data, binary);
+        self.shared.count_sent(status);
+        status
     }
 
     /// Start the closing handshake of a connection.

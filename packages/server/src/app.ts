@@ -2,7 +2,7 @@
  * The application: routes and their handlers, registered by the app module
  * in every worker (`defineApp`), plus the operations every thread has.
  */
-import type { NativeRouteOptions, NativeStaticRoute } from './native.js';
+import type { NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from './native.js';
 import { Operations } from './operations.js';
 import type { RouteOptions } from './options.js';
 import { nativeRoute } from './options.js';
@@ -90,8 +90,8 @@ export class App extends Operations {
   }
 
   /** @internal */
-  attach(handle: Operations['handle']): void {
-    this.handle = handle;
+  attach(handle: NativeServerHandle | undefined): void {
+    this.setHandle(handle);
   }
 }
 

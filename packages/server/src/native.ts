@@ -77,8 +77,6 @@ export interface NativeServerHandle {
   listen(host: string, port: number): { host: string; port: number };
   attachWorker(index: number, wake: () => void): void;
   detachWorker(index: number): void;
-  drain(index: number): Buffer;
-  send(connection: number, data: Uint8Array, binary: boolean): number;
   end(connection: number, code: number, reason: string): boolean;
   terminate(connection: number): boolean;
   bufferedAmount(connection: number): number;
@@ -89,7 +87,6 @@ export interface NativeServerHandle {
     reason: string,
     protocol?: string | null,
   ): boolean;
-  publish(channel: string, data: Uint8Array, binary: boolean, exclude?: number | null): number;
   publishTo(
     channels: string[],
     subscribers: number[],
@@ -118,11 +115,19 @@ export interface NativeErrorCodeInfo {
   description: string;
 }
 
-interface NativeModule {
+export interface NativeModule {
   errorCatalog(): NativeErrorCodeInfo[];
   /** Defer this thread's I/O wake-ups until `uncork` (nests). */
   cork(): void;
   uncork(): void;
+  /**
+   * The per-message operations are module functions taking the server's id:
+   * napi-rs locks a process-wide table for every class-method call (see
+   * `crates/node/src/hot.rs`).
+   */
+  send(server: number, connection: number, data: Uint8Array, binary: boolean): number;
+  publish(server: number, channel: string, data: Uint8Array, binary: boolean, exclude?: number | null): number;
+  drainEvents(server: number, index: number): Buffer;
   ServerHandle: {
     create(options: NativeServerOptions): NativeServerHandle;
     open(id: number): NativeServerHandle;

@@ -5,7 +5,7 @@
  * natively, no JavaScript runs per recipient.
  */
 import { EventEmitter } from 'node:events';
-import type { NativeServerHandle, NativeStats } from './native.js';
+import { type NativeServerHandle, type NativeStats, native as nativeModule } from './native.js';
 import { SwitchboardError, liftNativeError } from './errors.js';
 
 /** What may be sent: text (a string) or bytes. */
@@ -64,6 +64,19 @@ export function toBytes(data: MessageData, binary?: boolean): [Uint8Array, boole
 export class Operations extends EventEmitter {
   /** Set once the server is listening (main) or the worker is attached. */
   protected handle: NativeServerHandle | undefined;
+  /** `handle.id`, read once: a class getter costs a locked table entry per call. */
+  private serverId = 0;
+
+  /** Attach to (or, with `undefined`, detach from) a native server. */
+  protected setHandle(handle: NativeServerHandle | undefined): void {
+    this.handle = handle;
+    this.serverId = handle?.id ?? 0;
+  }
+
+  private requireServerId(): number {
+    if (!this.handle) throw new SwitchboardError('ERR_NOT_LISTENING', 'the server is not listening');
+    return this.serverId;
+  }
 
   protected get native(): NativeServerHandle {
     if (!this.handle) throw new SwitchboardError('ERR_NOT_LISTENING', 'the server is not listening');
@@ -73,13 +86,13 @@ export class Operations extends EventEmitter {
   /** Send to one connection (from any worker). */
   send(connection: number, data: MessageData, binary?: boolean): SendStatus {
     const [bytes, isBinary] = toBytes(data, binary);
-    return this.native.send(connection, bytes, isBinary) as SendStatus;
+    return nativeModule.send(this.requireServerId(), connection, bytes, isBinary) as SendStatus;
   }
 
   /** Publish to a channel; returns the number of recipients. */
   publish(channel: string, data: MessageData, options: PublishOptions = {}): number {
     const [bytes, isBinary] = toBytes(data, options.binary);
-    return this.native.publish(channel, bytes, isBinary, options.exclude ?? null);
+    return nativeModule.publish(this.requireServerId(), channel, bytes, isBinary, options.exclude ?? null);
   }
 
   /**

@@ -115,7 +115,7 @@ export class Server extends Operations {
         routes: table.routes,
         staticRoutes: table.staticRoutes,
       });
-      this.handle = handle;
+      this.setHandle(handle);
       this.local.attach(handle);
       await this.attachWorkers(handle);
       for (const address of addresses) this.bound.push(handle.listen(address.host, address.port));
@@ -125,7 +125,7 @@ export class Server extends Operations {
       this.pool = undefined;
       if (this.handle) {
         await this.handle.close(0);
-        this.handle = undefined;
+        this.setHandle(undefined);
       }
       this.bound = [];
       throw liftNativeError(error);

@@ -12,6 +12,8 @@ export class WebSocket<UserData = unknown> {
   /** @internal */
   constructor(
     private readonly native: NativeServerHandle,
+    /** The native server's id, for the per-message module functions. */
+    private readonly serverId: number,
     /** Connection id: a number any worker can use to send, subscribe or close. */
     readonly id: number,
     /** What the `upgrade` hook attached (undefined without a hook). */
@@ -27,7 +29,7 @@ export class WebSocket<UserData = unknown> {
   /** Send a message; text for strings unless `isBinary` says otherwise. */
   send(data: MessageData, isBinary?: boolean): SendStatus {
     const [bytes, binary] = toBytes(data, isBinary);
-    return this.native.send(this.id, bytes, binary) as SendStatus;
+    return native.send(this.serverId, this.id, bytes, binary) as SendStatus;
   }
 
   /**
@@ -70,7 +72,7 @@ export class WebSocket<UserData = unknown> {
   /** Publish to a channel, excluding this connection (as uWebSockets.js does). */
   publish(channel: string, data: MessageData, options: PublishOptions = {}): number {
     const [bytes, binary] = toBytes(data, options.binary);
-    return this.native.publish(channel, bytes, binary, options.exclude ?? this.id);
+    return native.publish(this.serverId, channel, bytes, binary, options.exclude ?? this.id);
   }
 
   /**

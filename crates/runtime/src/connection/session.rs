@@ -400,6 +400,10 @@ impl Context {
                 };
                 self.push_frame(frame);
             }
+            OutItem::Coalesced(frames) => {
+                self.pending_bytes += frames.len();
+                self.pending.push_back(frames.freeze());
+            }
             OutItem::Close { code, reason } => self.send_close(code, &reason),
         }
     }
@@ -407,13 +411,14 @@ impl Context {
     /// Write without waiting; `Ok` even when the socket is full.
     fn flush(&mut self, stream: &TcpStream) -> io::Result<()> {
         while !self.pending.is_empty() {
-            let slices: Vec<IoSlice<'_>> = self
-                .pending
-                .iter()
-                .take(MAX_IO_SLICES)
-                .map(|b| IoSlice::new(b))
-                .collect();
-            match stream.try_write_vectored(&slices) {
+            // On the stack: a flush allocates nothing.
+            let mut slices = [IoSlice::new(&[]); MAX_IO_SLICES];
+            let mut count = 0;
+            for (slot, bytes) in slices.iter_mut().zip(self.pending.iter()) {
+                *slot = IoSlice::new(bytes);
+                count += 1;
+            }
+            match stream.try_write_vectored(&slices[..count]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(mut n) => {
                     self.connection.outbound.written(n);

@@ -57,13 +57,17 @@ export class Dispatcher {
   private readonly connections = new Map<number, ConnectionState>();
   /** Data attached by `upgrade`, waiting for the connection's `open`. */
   private readonly upgraded = new Map<number, unknown>();
+  /** `native.id`, read once (see `native.ts` on the module functions). */
+  private readonly serverId: number;
 
   constructor(
     private readonly app: App,
     private readonly native: NativeServerHandle,
     private readonly workerIndex: number,
     private readonly report: (failure: HandlerFailure) => void,
-  ) {}
+  ) {
+    this.serverId = this.native.id;
+  }
 
   /** Drain and handle everything queued for this worker. */
   drain(): void {
@@ -74,7 +78,7 @@ export class Dispatcher {
     native.cork();
     try {
       for (let round = 0; round < 16; round++) {
-        const batch = this.native.drain(this.workerIndex);
+        const batch = native.drainEvents(this.serverId, this.workerIndex);
         if (batch.length === 0) return;
         decodeBatch(batch, (event) => this.onEvent(event));
       }
@@ -97,7 +101,7 @@ export class Dispatcher {
       if (!route) return;
       const data = this.upgraded.get(event.id);
       this.upgraded.delete(event.id);
-      const ws = new WebSocket(this.native, event.id, data, event.remoteAddress, event.protocol, event.extensions);
+      const ws = new WebSocket(this.native, this.serverId, event.id, data, event.remoteAddress, event.protocol, event.extensions);
       this.connections.set(event.id, { ws, route, backlog: null, failed: false });
     }
     const state = this.connections.get(event.id);

@@ -1,0 +1,53 @@
+//! The per-message and per-batch operations (`send`, `publish` in
+//! `raw.rs`, `drainEvents` here) as free functions taking the server's id,
+//! rather than methods of `ServerHandle`.
+//!
+//! napi-rs 3 registers every `&self` receiver of a class method in a
+//! process-wide borrow table behind a mutex, on every call. That was about
+//! 4% of the server's CPU in the echo profile, and the mutex is shared by
+//! every worker thread. A free function skips it; the server is found
+//! through a per-thread cache instead of the registry's lock.
+
+use std::cell::RefCell;
+use std::sync::{Arc, Weak};
+
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+use switchboard_runtime::Server;
+
+use crate::SERVERS;
+
+thread_local! {
+    /// The server this thread used last (a thread serves one server in
+    /// practice). Weak, so the cache never keeps a closed server alive.
+    static LAST_SERVER: RefCell<Option<(u32, Weak<Server>)>> = const { RefCell::new(None) };
+}
+
+/// Run `f` on server `id`; `None` when no such server is open.
+pub(crate) fn with_server<R>(id: u32, f: impl FnOnce(&Server) -> R) -> Option<R> {
+    let cached = LAST_SERVER.with(|last| match &*last.borrow() {
+        Some((cached_id, server)) if *cached_id == id => server.upgrade(),
+        _ => None,
+    });
+    let server = match cached {
+        Some(server) => server,
+        None => {
+            let server: Arc<Server> = SERVERS.lock().get(&id).cloned()?;
+            LAST_SERVER.with(|last| *last.borrow_mut() = Some((id, Arc::downgrade(&server))));
+            server
+        }
+    };
+    Some(f(&server))
+}
+
+/// Take every event queued for worker `index` of server `server`, as one
+/// buffer (empty when there is none).
+#[napi]
+pub fn drain_events(server: u32, index: u32) -> Buffer {
+    with_server(server, |s| {
+        s.queue(index as usize).map(|queue| queue.drain())
+    })
+    .flatten()
+    .unwrap_or_default()
+    .into()
+}

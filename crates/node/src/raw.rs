@@ -1,0 +1,237 @@
+//! `send` and `publish`, the calls a handler makes per message, written
+//! against raw Node-API instead of through `#[napi]`.
+//!
+//! napi-rs 3 wraps every generated function with arguments in a "native
+//! borrow scope": an `Arc<Mutex<..>>` allocated and freed per call plus
+//! thread-local bookkeeping, which guards `&self` receivers and borrowed
+//! arguments against re-entrant JavaScript. These two functions take only
+//! plain numbers, a boolean, a string and a typed array, call no JavaScript,
+//! and copy the bytes before returning, so they need none of it; in the
+//! echo profile the scope cost about 5% of the server's CPU.
+//!
+//! The generated declarations (`index.d.ts`) do not know these functions;
+//! `packages/server/src/native.ts` declares them, and the addon tests call
+//! them through the public API.
+
+use std::ffi::{c_char, c_void};
+use std::ptr;
+
+use napi::sys;
+
+use crate::hot::with_server;
+use crate::id_from_js;
+
+/// What a failed argument conversion throws.
+const BAD_ARGUMENTS: &[u8] = b"ERR_INVALID_OPTION: bad arguments to a native call\0";
+
+/// Raise a TypeError and return `undefined` (N-API ignores the value when an
+/// exception is pending).
+///
+/// SAFETY: `env` is the environment of the current callback.
+unsafe fn throw_bad_arguments(env: sys::napi_env) -> sys::napi_value {
+    // SAFETY: the message is NUL-terminated and `env` is live.
+    unsafe {
+        sys::napi_throw_type_error(env, ptr::null(), BAD_ARGUMENTS.as_ptr().cast::<c_char>());
+    }
+    ptr::null_mut()
+}
+
+/// The callback's first `N` arguments, or `None` if fewer were passed.
+///
+/// SAFETY: `env` and `info` are those of the current callback.
+unsafe fn arguments<const N: usize>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> Option<[sys::napi_value; N]> {
+    let mut argc = N;
+    let mut argv = [ptr::null_mut(); N];
+    // SAFETY: `argv` has room for `argc` values, as N-API requires.
+    let status = unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    (status == sys::Status::napi_ok && argc >= N).then_some(argv)
+}
+
+/// SAFETY (all the readers below): `env` is the current callback's and
+/// `value` one of its arguments, alive for the whole callback.
+unsafe fn u32_of(env: sys::napi_env, value: sys::napi_value) -> Option<u32> {
+    let mut out = 0u32;
+    // SAFETY: see above; `out` is a valid destination.
+    (unsafe { sys::napi_get_value_uint32(env, value, &mut out) } == sys::Status::napi_ok)
+        .then_some(out)
+}
+
+unsafe fn i64_of(env: sys::napi_env, value: sys::napi_value) -> Option<i64> {
+    let mut out = 0i64;
+    // SAFETY: see above.
+    (unsafe { sys::napi_get_value_int64(env, value, &mut out) } == sys::Status::napi_ok)
+        .then_some(out)
+}
+
+unsafe fn bool_of(env: sys::napi_env, value: sys::napi_value) -> Option<bool> {
+    let mut out = false;
+    // SAFETY: see above.
+    (unsafe { sys::napi_get_value_bool(env, value, &mut out) } == sys::Status::napi_ok)
+        .then_some(out)
+}
+
+/// The bytes of a typed array (a `Buffer` or `Uint8Array`).
+///
+/// SAFETY: as above. The slice borrows the array's backing store, which
+/// stays attached and unmoved while this callback runs: nothing here calls
+/// JavaScript or allocates on the JS heap before the bytes are copied into
+/// the connection's queue.
+unsafe fn bytes_of<'a>(env: sys::napi_env, value: sys::napi_value) -> Option<&'a [u8]> {
+    let mut kind = 0;
+    let mut length = 0usize;
+    let mut data: *mut c_void = ptr::null_mut();
+    // SAFETY: see above; every out-pointer is valid or null where allowed.
+    let status = unsafe {
+        sys::napi_get_typedarray_info(
+            env,
+            value,
+            &mut kind,
+            &mut length,
+            &mut data,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint8_array {
+        return None;
+    }
+    if length == 0 || data.is_null() {
+        return Some(&[]);
+    }
+    // SAFETY: N-API reports `data` (already offset to the view's start) and
+    // `length` bytes of a live Uint8Array.
+    Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) })
+}
+
+/// A string argument, as UTF-8.
+///
+/// SAFETY: as above.
+unsafe fn string_of(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    scratch: &mut Vec<u8>,
+) -> Option<()> {
+    let mut length = 0usize;
+    // SAFETY: a null buffer asks for the length only.
+    if unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut length) }
+        != sys::Status::napi_ok
+    {
+        return None;
+    }
+    scratch.clear();
+    scratch.resize(length + 1, 0);
+    let mut written = 0usize;
+    // SAFETY: `scratch` has room for the string and its terminating NUL.
+    let status = unsafe {
+        sys::napi_get_value_string_utf8(
+            env,
+            value,
+            scratch.as_mut_ptr().cast::<c_char>(),
+            length + 1,
+            &mut written,
+        )
+    };
+    scratch.truncate(written);
+    (status == sys::Status::napi_ok).then_some(())
+}
+
+unsafe fn number(env: sys::napi_env, value: u32) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    // SAFETY: `env` is live; `out` is a valid destination.
+    unsafe { sys::napi_create_uint32(env, value, &mut out) };
+    out
+}
+
+/// `send(server, connection, data, binary)`: 0 sent, 1 buffered, 2 dropped,
+/// 3 closed (also when the server is gone).
+unsafe extern "C" fn send(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: N-API calls us with the callback's own `env` and `info`.
+    unsafe {
+        let Some([server, connection, data, binary]) = arguments::<4>(env, info) else {
+            return throw_bad_arguments(env);
+        };
+        let (Some(server), Some(connection), Some(data), Some(binary)) = (
+            u32_of(env, server),
+            i64_of(env, connection),
+            bytes_of(env, data),
+            bool_of(env, binary),
+        ) else {
+            return throw_bad_arguments(env);
+        };
+        let status = with_server(server, |s| {
+            s.send(id_from_js(connection), data, binary) as u32
+        });
+        number(env, status.unwrap_or(3))
+    }
+}
+
+/// `publish(server, channel, data, binary, exclude)`: the number of recipients.
+unsafe extern "C" fn publish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: N-API calls us with the callback's own `env` and `info`.
+    unsafe {
+        let Some([server, channel, data, binary, exclude]) = arguments::<5>(env, info) else {
+            return throw_bad_arguments(env);
+        };
+        let mut name = Vec::new();
+        let (Some(server), Some(()), Some(data), Some(binary)) = (
+            u32_of(env, server),
+            string_of(env, channel, &mut name),
+            bytes_of(env, data),
+            bool_of(env, binary),
+        ) else {
+            return throw_bad_arguments(env);
+        };
+        // `exclude` is a connection id, or null/undefined for nobody.
+        let exclude = i64_of(env, exclude).map(id_from_js);
+        let Ok(channel) = std::str::from_utf8(&name) else {
+            return throw_bad_arguments(env);
+        };
+        let recipients = with_server(server, |s| s.publish(channel, data, binary, exclude) as u32);
+        number(env, recipients.unwrap_or(0))
+    }
+}
+
+/// Add the raw functions to the module's exports.
+///
+/// SAFETY: `env` and `exports` are the module initialiser's.
+pub unsafe fn register(env: sys::napi_env, exports: sys::napi_value) -> napi::Result<()> {
+    let functions: [(&[u8], sys::napi_callback); 2] =
+        [(b"send\0", Some(send)), (b"publish\0", Some(publish))];
+    for (name, callback) in functions {
+        let mut function = ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated (length -1 = up to the NUL); the
+        // callbacks have N-API's callback signature and need no data.
+        let created = unsafe {
+            sys::napi_create_function(
+                env,
+                name.as_ptr().cast::<c_char>(),
+                -1,
+                callback,
+                ptr::null_mut(),
+                &mut function,
+            )
+        };
+        // SAFETY: as above; `exports` is the module's exports object.
+        let set = unsafe {
+            sys::napi_set_named_property(env, exports, name.as_ptr().cast::<c_char>(), function)
+        };
+        if created != sys::Status::napi_ok || set != sys::Status::napi_ok {
+            return Err(napi::Error::from_reason(
+                "cannot register the native send/publish functions",
+            ));
+        }
+    }
+    Ok(())
+}
