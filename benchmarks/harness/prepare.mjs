@@ -1,0 +1,78 @@
+// Builds what a run needs, idempotently: Switchboard itself, the peers' npm
+// packages, the load generator and the Tokio peer. Each step is quick when
+// nothing changed, so `npm run bench` can always do all of them.
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * The cargo target directory: the same default as scripts/run.mjs, outside
+ * the clone, so CI and fresh clones reuse compiled crates.
+ */
+export function cargoTargetDir() {
+  const cache = process.env.SB_CACHE ?? path.join(os.homedir(), '.cache', 'switchboard');
+  return process.env.CARGO_TARGET_DIR ?? path.join(cache, 'target');
+}
+
+export function binDir() {
+  return path.join(cargoTargetDir(), 'release');
+}
+
+function mtime(file) {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+/** Run a build step with its output on stderr (stdout stays clean for callers that parse it). */
+function must(log, title, command, args, cwd) {
+  log(`== ${title}`);
+  const result = spawnSync(command, args, {
+    cwd,
+    stdio: ['ignore', process.stderr, process.stderr],
+    env: { ...process.env, CARGO_TARGET_DIR: cargoTargetDir() },
+  });
+  if (result.error) throw new Error(`${title}: ${result.error.message}`);
+  if (result.status !== 0) throw new Error(`${title}: \`${command} ${args.join(' ')}\` exited with ${result.status}`);
+}
+
+/**
+ * npm writes node_modules/.package-lock.json on every install: it is older
+ * than package-lock.json (or package.json) exactly when the lock changed
+ * since the last install.
+ */
+function peersInstallNeeded(benchDir) {
+  const marker = mtime(path.join(benchDir, 'node_modules', '.package-lock.json'));
+  if (marker === null) return true;
+  const lock = mtime(path.join(benchDir, 'package-lock.json'));
+  const manifest = mtime(path.join(benchDir, 'package.json'));
+  return (lock !== null && lock > marker) || (manifest !== null && manifest > marker);
+}
+
+/** Prepare for the selected servers. `log` writes a line to the progress display. */
+export function prepare({ root, servers, log }) {
+  const names = new Set(servers.map((s) => s.name));
+  if (names.has('switchboard')) {
+    must(log, 'build Switchboard (node scripts/run.mjs build)', process.execPath, ['scripts/run.mjs', 'build'], root);
+  }
+  const benchDir = path.join(root, 'benchmarks');
+  // The JS peers (Switchboard's included) resolve their libraries from benchmarks/node_modules.
+  if (servers.some((s) => s.script)) {
+    if (peersInstallNeeded(benchDir)) {
+      must(log, 'install the peers (npm install in benchmarks/)', 'npm', ['install', '--no-audit', '--no-fund'], benchDir);
+    }
+  }
+  const packages = ['-p', 'switchboard-loadgen'];
+  if (names.has('tokio')) packages.push('-p', 'switchboard-bench-tokio');
+  must(log, `cargo build --release ${packages.join(' ')}`, 'cargo', ['build', '--release', ...packages], root);
+}
+
+/** The load generator binary, checked to exist. */
+export function loadgenBinary() {
+  const file = path.join(binDir(), 'switchboard-loadgen');
+  if (!existsSync(file)) throw new Error(`${file} is missing: run without --no-build, or build it with cargo build --release -p switchboard-loadgen`);
+  return file;
+}

@@ -1,0 +1,105 @@
+// The benchmark harness keeps working: `node benchmarks/run.mjs --quick`
+// builds what it needs, runs every scenario against every server for a
+// fraction of a second each, and writes its results. It asserts that every
+// run produced figures, never how fast anything was (a shared CI machine
+// measures nothing worth asserting).
+//
+// Run: node --test tests/benchmarks/
+// Env: CARGO_TARGET_DIR / SB_CACHE as for scripts/run.mjs (the load generator
+//      and the Tokio peer are built there).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+// The quick run itself takes under a minute; the first build of the load
+// generator, the Tokio peer and the peers' npm packages takes longer.
+const RUN_TIMEOUT_MS = 15 * 60_000;
+
+const SCENARIOS = ['ws-echo', 'ws-broadcast-room', 'ws-channels', 'ws-idle'];
+const SERVERS = ['switchboard', 'uws', 'ws', 'socketio', 'sockjs', 'tokio'];
+
+const out = mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-test-'));
+let child = null;
+after(() => {
+  // The runner and everything it started share its process group.
+  if (child && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(out, { recursive: true, force: true });
+});
+
+function runQuick() {
+  return new Promise((resolve) => {
+    child = spawn(process.execPath, ['benchmarks/run.mjs', '--quick', '--out', out], {
+      cwd: root,
+      // Its own process group, so a timeout can stop the servers and the load generator too.
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (c) => (output += c));
+    child.stderr.on('data', (c) => (output += c));
+    const timer = setTimeout(() => {
+      // SIGTERM first: the runner stops its server and keeps the partial results.
+      process.kill(-child.pid, 'SIGTERM');
+      setTimeout(() => process.kill(-child.pid, 'SIGKILL'), 10_000).unref();
+    }, RUN_TIMEOUT_MS);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output });
+    });
+  });
+}
+
+test('benchmarks/run.mjs --quick runs every scenario against every server', { timeout: RUN_TIMEOUT_MS + 60_000 }, async (t) => {
+  const started = Date.now();
+  const run = await runQuick();
+  t.diagnostic(`quick run: exit ${run.code ?? run.signal} after ${Math.round((Date.now() - started) / 1000)} s`);
+  const tail = run.output.split('\n').slice(-60).join('\n');
+  assert.equal(run.code, 0, `the quick run failed:\n${tail}`);
+
+  const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
+  assert.equal(results.mode, 'quick');
+  for (const key of ['cpu', 'kernel', 'node', 'rustc']) assert.ok(results.machine[key], `machine.${key} is recorded`);
+  assert.equal(typeof results.pinning.pinned, 'boolean');
+  assert.deepEqual(results.servers.map((s) => s.name).sort(), [...SERVERS].sort());
+
+  for (const scenario of SCENARIOS) {
+    for (const server of SERVERS) {
+      const runs = results.runs.filter((r) => r.scenario === scenario && r.server === server);
+      assert.ok(runs.length > 0, `${scenario} ${server}: no run`);
+      for (const r of runs) {
+        const what = `${scenario} ${r.label} ${server}`;
+        assert.equal(r.error, null, `${what}: ${r.error}`);
+        assert.ok(r.steps.length > 0, `${what}: no step`);
+        if (scenario === 'ws-idle') {
+          const step = r.steps[0];
+          assert.equal(step.connected, step.connections, `${what}: ${step.connected} of ${step.connections} connected`);
+          assert.ok(step.idle?.bytes_per_connection > 0, `${what}: bytes_per_connection ${step.idle?.bytes_per_connection}`);
+        } else {
+          for (const step of r.steps) assert.ok(step.received > 0, `${what}: received ${step.received}`);
+        }
+      }
+    }
+  }
+
+  assert.ok(existsSync(path.join(out, 'results.md')), 'results.md is written');
+  const md = readFileSync(path.join(out, 'results.md'), 'utf8');
+  for (const scenario of SCENARIOS) assert.match(md, new RegExp(`## ${scenario}`), `results.md has a ${scenario} section`);
+  const svgs = readdirSync(out).filter((f) => f.endsWith('.svg'));
+  assert.ok(svgs.length > 0, 'at least one SVG chart');
+  for (const f of svgs) {
+    const svg = readFileSync(path.join(out, f), 'utf8');
+    assert.match(svg, /^<\?xml[^>]*>\s*<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/, `${f} is an SVG document`);
+    assert.match(svg, /<\/svg>\s*$/, `${f} is complete`);
+  }
+});
