@@ -15,6 +15,7 @@ use bytes::{Buf, Bytes};
 use switchboard_proto::ws::deflate::{Compressor, Decompressor};
 use switchboard_proto::ws::encoder::close_payload;
 use switchboard_proto::ws::{Decoder, DecoderConfig, Event, Flow, OpCode, Role};
+use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, Instant};
 
@@ -159,6 +160,16 @@ impl Session {
         let queue = self.ctx.queue.clone();
         let mut paused = false;
         let mut items = VecDeque::new();
+        // The futures that outlive one turn of the loop are made once and
+        // polled again: re-creating them every turn registered and removed
+        // a waiter (each under a lock) and a timer entry per message.
+        let force = shared.force.cancelled();
+        let stopping = shared.stopping.cancelled();
+        let notified = connection.outbound.notified();
+        let timer = sleep_until(self.ctx.next_deadline());
+        tokio::pin!(force, stopping, notified, timer);
+        let mut stopping_seen = false;
+        let mut armed = timer.deadline();
         loop {
             // Take what other threads queued, then write as much as the
             // socket takes without waiting.
@@ -178,12 +189,20 @@ impl Session {
             }
             let reading = !self.ctx.finished_reading && !paused;
             let writing = !self.ctx.pending.is_empty();
+            // Deadlines only move later as data arrives (idle, ping), so the
+            // timer is re-armed only for an earlier one (a close started);
+            // one that fires early finds nothing due and is re-armed.
             let deadline = self.ctx.next_deadline();
+            if deadline < armed {
+                timer.as_mut().reset(deadline);
+                armed = deadline;
+            }
             tokio::select! {
-                _ = shared.force.cancelled() => {
+                _ = &mut force => {
                     return self.ctx.outcome(1001, "ERR_SERVER_SHUTDOWN");
                 }
-                _ = shared.stopping.cancelled(), if !self.ctx.close_sent => {
+                _ = &mut stopping, if !stopping_seen && !self.ctx.close_sent => {
+                    stopping_seen = true;
                     self.ctx.send_close(1001, "server shutting down");
                 }
                 ready = stream.readable(), if reading => {
@@ -210,12 +229,16 @@ impl Session {
                     }
                 }
                 _ = queue.wait_for_room(), if paused => paused = false,
-                _ = connection.outbound.notified() => {}
+                _ = &mut notified => {
+                    notified.set(connection.outbound.notified());
+                }
                 _ = stream.writable(), if writing => {}
-                _ = sleep_until(deadline) => {
+                _ = &mut timer => {
                     if self.ctx.on_timer() {
                         break;
                     }
+                    armed = self.ctx.next_deadline();
+                    timer.as_mut().reset(armed);
                 }
             }
         }
@@ -227,12 +250,26 @@ impl Session {
     fn read(&mut self, stream: &TcpStream) -> ReadOutcome {
         READ_BUFFER.with(|cell| {
             let mut buffer = cell.borrow_mut();
-            match stream.try_read(&mut buffer[..]) {
-                Ok(0) => ReadOutcome::Eof,
-                Ok(n) => {
-                    self.on_bytes(&mut buffer[..n]);
+            let capacity = buffer.len();
+            let mut received = 0;
+            // A read shorter than the buffer emptied the socket: report it as
+            // "would block" to `try_io`, which then clears the readiness (only
+            // if no newer readiness event arrived meanwhile), so the next turn
+            // waits for data instead of spending a `recv` that would fail
+            // with EAGAIN. That was one syscall in two at one message per read.
+            let outcome = stream.try_io(Interest::READABLE, || {
+                received = stream.try_read(&mut buffer[..])?;
+                if received > 0 && received < capacity {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(())
+            });
+            match outcome {
+                _ if received > 0 => {
+                    self.on_bytes(&mut buffer[..received]);
                     ReadOutcome::Progress
                 }
+                Ok(()) => ReadOutcome::Eof,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
                 Err(_) => ReadOutcome::Eof,
             }
