@@ -61,6 +61,11 @@ pub fn uncork() {
     }
 }
 
+/// Published frames up to this size are copied into each recipient's queue
+/// rather than shared: below it a copy costs less than the shared buffer's
+/// reference counting and a slice of its own in every vectored write.
+const COPY_FRAMES_UP_TO: usize = 512;
+
 /// What every thread can reach of an open connection.
 pub struct Connection {
     pub id: u64,
@@ -75,6 +80,18 @@ impl Connection {
     /// calling thread is corked.
     pub fn enqueue(self: &Arc<Self>, item: OutItem, len: usize) -> SendStatus {
         let (status, wake) = self.outbound.push(item, len);
+        self.woken(wake);
+        status
+    }
+
+    /// Queue a frame shared with other recipients: small ones are copied
+    /// into the connection's coalescing buffer, larger ones shared.
+    pub fn enqueue_frame(self: &Arc<Self>, framed: &bytes::Bytes) -> SendStatus {
+        let (status, wake) = if framed.len() <= COPY_FRAMES_UP_TO {
+            self.outbound.push_frame_copy(framed)
+        } else {
+            self.outbound.push(OutItem::Frame(framed.clone()), framed.len())
+        };
         self.woken(wake);
         status
     }
@@ -162,7 +179,7 @@ impl Shared {
             };
             conn.enqueue(item, payload.len())
         } else {
-            conn.enqueue(OutItem::Frame(framed.clone()), framed.len())
+            conn.enqueue_frame(framed)
         };
         self.count_sent(status);
         status
