@@ -11,7 +11,7 @@ use switchboard_pubsub::{SubscriberId, Target};
 
 use crate::framing;
 use crate::outbound::SendStatus;
-use crate::server::Server;
+use crate::server::{Outcomes, Server};
 
 /// One target of a publish, as JavaScript names it.
 pub enum PublishTarget<'a> {
@@ -53,6 +53,7 @@ impl Server {
         // directly (`publishTo([id])`) is passed through by the registry even
         // when no such connection is open, and that is no recipient.
         let mut recipients = 0;
+        let mut outcomes = Outcomes::default();
         registry.for_each_recipient(&targets, exclude, |conn, tag| {
             let Some(connection) = connections.get(&conn) else {
                 return;
@@ -74,10 +75,14 @@ impl Server {
                     shared.deliver(connection, payload, framed, binary)
                 }
             };
+            outcomes.add(status);
             if status != SendStatus::Closed {
                 recipients += 1;
             }
         });
+        drop(connections);
+        drop(registry);
+        shared.count_outcomes(&outcomes);
         recipients
     }
 

@@ -137,7 +137,9 @@ impl Outbound {
     /// (that allocation and its free were ~8% of the echo profile).
     pub fn push_message(&self, payload: &[u8], binary: bool) -> (SendStatus, bool) {
         let len = framing::header_len(payload.len()) + payload.len();
-        self.push_coalesced(len, |buffer| framing::append_message(buffer, payload, binary))
+        self.push_coalesced(len, |buffer| {
+            framing::append_message(buffer, payload, binary)
+        })
     }
 
     /// Copy an already framed message into the queue's coalescing buffer.
