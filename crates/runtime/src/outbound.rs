@@ -52,6 +52,8 @@ pub enum OutItem {
 /// A coalescing buffer grows up to this many bytes; past it a new one
 /// starts, so one buffer never needs a large reallocation.
 const COALESCE_BYTES: usize = 64 * 1024;
+/// Frames up to this size may make a coalescing buffer grow.
+const COALESCE_GROW_FOR: usize = 4 * 1024;
 /// The smallest coalescing buffer: room for a few small frames.
 const COALESCE_MIN_CAPACITY: usize = 512;
 
@@ -159,7 +161,13 @@ impl Outbound {
         }
         let was_empty = state.items.is_empty();
         match state.items.back_mut() {
-            Some(OutItem::Coalesced(buffer)) if buffer.len() + len <= COALESCE_BYTES => {
+            // A small frame may grow the buffer (amortised doubling); a large
+            // one goes in only where it fits, else it would be copied again
+            // by every reallocation.
+            Some(OutItem::Coalesced(buffer))
+                if buffer.len() + len <= COALESCE_BYTES
+                    && (len <= COALESCE_GROW_FOR || buffer.capacity() - buffer.len() >= len) =>
+            {
                 write(buffer);
             }
             _ => {
