@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 use switchboard_runtime::channels::PublishTarget;
 use switchboard_runtime::{Server, UpgradeDecision};
 
+pub use hot::drain_events;
 pub use options::{CompressionOptions, RouteOptions, ServerOptions, StaticRouteOptions};
 
 static SERVERS: LazyLock<Mutex<HashMap<u32, Arc<Server>>>> =
