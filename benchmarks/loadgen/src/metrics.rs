@@ -31,7 +31,8 @@ pub struct Stats {
     max_ns: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Latency of a window; the fields are null when it received nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Latency {
     pub count: u64,
     pub mean_us: Option<f64>,
@@ -114,15 +115,7 @@ impl Stats {
     pub fn latency(&self) -> Latency {
         let count = self.hist.len();
         if count == 0 {
-            return Latency {
-                count: 0,
-                mean_us: None,
-                p50: None,
-                p90: None,
-                p99: None,
-                p999: None,
-                max: None,
-            };
+            return Latency::default();
         }
         let q = |q: f64| Some(self.hist.value_at_quantile(q));
         Latency {
@@ -311,15 +304,7 @@ mod tests {
             duration_s: 2.0,
             sent: 4000,
             received: 36000,
-            latency: Latency {
-                count: 0,
-                mean_us: None,
-                p50: None,
-                p90: None,
-                p99: None,
-                p999: None,
-                max: None,
-            },
+            latency: Latency::default(),
             errors: Errors {
                 connect: 1,
                 closed: 1,
