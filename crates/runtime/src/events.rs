@@ -39,6 +39,11 @@ pub const KIND_DRAIN: u8 = 5;
 /// busy I/O thread can hold events back, and the size of one batch.
 const DEFERRED_WAKE_BYTES: usize = 64 * 1024;
 
+/// Bounds of a new batch buffer's capacity (it still grows past the upper
+/// one when needed).
+const MIN_BATCH_CAPACITY: usize = 4 * 1024;
+const MAX_BATCH_CAPACITY: usize = 4 * 1024 * 1024;
+
 thread_local! {
     /// Set once the calling thread is an I/O thread that has parked: its
     /// pushes leave the wake-up to [`wake_deferred`].
@@ -74,6 +79,8 @@ pub struct EventQueue {
     /// Set when a wake-up is in flight, so a burst of events costs one wake.
     wake_pending: AtomicBool,
     waker: Mutex<Option<Waker>>,
+    /// Capacity for the next batch's buffer: the last batch's size.
+    capacity_hint: AtomicUsize,
     /// Signalled when the worker drained: producers waiting for room retry.
     room: Notify,
     capacity: usize,
@@ -85,6 +92,7 @@ impl EventQueue {
             buffer: Mutex::new(Vec::new()),
             queued_bytes: AtomicUsize::new(0),
             wake_pending: AtomicBool::new(false),
+            capacity_hint: AtomicUsize::new(MIN_BATCH_CAPACITY),
             waker: Mutex::new(None),
             room: Notify::new(),
             capacity,
@@ -108,6 +116,11 @@ impl EventQueue {
     pub fn push(self: &Arc<Self>, kind: u8, write_body: impl FnOnce(&mut Vec<u8>)) {
         let queued = {
             let mut buffer = self.buffer.lock();
+            if buffer.capacity() == 0 {
+                // Sized like the last batch: growing by doubling would copy
+                // a batch of large messages over and over.
+                buffer.reserve(self.capacity_hint.load(Ordering::Relaxed));
+            }
             buffer.push(kind);
             let length_at = buffer.len();
             buffer.extend_from_slice(&[0; 4]);
@@ -153,10 +166,15 @@ impl EventQueue {
         self.wake_pending.store(false, Ordering::SeqCst);
         let taken = {
             let mut buffer = self.buffer.lock();
-            let hint = buffer.len().min(64 * 1024);
             self.queued_bytes.store(0, Ordering::SeqCst);
-            std::mem::replace(&mut *buffer, Vec::with_capacity(hint))
+            // The next buffer is allocated by the next push, not here: an
+            // idle worker's queue holds no memory.
+            std::mem::take(&mut *buffer)
         };
+        self.capacity_hint.store(
+            taken.len().clamp(MIN_BATCH_CAPACITY, MAX_BATCH_CAPACITY),
+            Ordering::Relaxed,
+        );
         self.room.notify_waiters();
         taken
     }

@@ -192,7 +192,7 @@ export class Server extends Operations {
     if (this.pool) {
       await this.pool.shutdown(2000);
     } else {
-      this.dispatcher?.drain();
+      this.dispatcher?.drainAll();
       handle.detachWorker(0);
     }
     this.state = 'closed';

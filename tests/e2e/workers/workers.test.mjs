@@ -224,6 +224,24 @@ describe('worker threads', { timeout: 300000 }, () => {
     assert.equal(replaced.length, 1);
   });
 
+  test('a worker with a long backlog of real work keeps answering the watchdog', { timeout: 30000 }, async () => {
+    // 150 requests of 10 ms arrive together: one batch of 1.5 s of work,
+    // longer than the watchdog allows a silent worker. Handled in time
+    // slices, the worker answers the watchdog between them and is not
+    // replaced; every request is answered, in order.
+    const { server, url } = await start({ workers: 1, watchdogTimeout: 600, watchdogInterval: 100 });
+    const replaced = [];
+    server.on('workerReplaced', (info) => replaced.push(info));
+    const client = await join(url);
+    const count = 150;
+    for (let i = 0; i < count; i++) client.send(JSON.stringify({ seq: `work-${i}`, op: 'work', ms: 10 }));
+    await waitForMessage(client, (m) => m.seq === `work-${count - 1}`, 20000, 'the last reply');
+    const order = messages(client, (m) => typeof m.seq === 'string' && m.seq.startsWith('work-')).map((m) => m.seq);
+    assert.deepEqual(order, Array.from({ length: count }, (_, i) => `work-${i}`));
+    assert.deepEqual(replaced, []);
+    assert.equal(client.readyState, 1);
+  });
+
   test('a worker thread that exits is replaced (ERR_WORKER_EXITED)', { timeout: 30000 }, async () => {
     const { server, url } = await start({ workers: 2 });
     const replaced = [];

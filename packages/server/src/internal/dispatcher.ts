@@ -53,10 +53,20 @@ function isPromise(value: unknown): value is PromiseLike<unknown> {
   return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
 }
 
+/**
+ * How long one turn of the worker's event loop may spend on events (ms).
+ * Small against the watchdog's interval (500 ms), large against the cost of
+ * yielding to the event loop.
+ */
+const DISPATCH_SLICE_MS = 20;
+
 export class Dispatcher {
   private readonly connections = new Map<number, ConnectionState>();
   /** Data attached by `upgrade`, waiting for the connection's `open`. */
   private readonly upgraded = new Map<number, unknown>();
+  /** The rest of a batch whose slice ran out (see `drain`). */
+  private pending: { batch: Buffer; offset: number } | null = null;
+  private resumeScheduled = false;
   /** `native.id`, read once (see `native.ts` on the module functions). */
   private readonly serverId: number;
 
@@ -69,22 +79,65 @@ export class Dispatcher {
     this.serverId = this.native.id;
   }
 
-  /** Drain and handle everything queued for this worker. */
-  drain(): void {
-    // Events pushed while we handle these wake us again; loop a bounded
-    // number of times so timers and messages of this thread still run.
-    // Corked: what the handlers send to one connection during the batch
-    // leaves in one vectored write when the batch is done.
+  /**
+   * Handle what is queued for this worker, for at most `sliceMs`: a batch
+   * can hold megabytes of events when the worker is behind, and a thread
+   * that handled it in one go would not answer the watchdog (which then
+   * replaced a busy but healthy worker) nor run its own timers. The rest of
+   * a batch waits in `pending` and goes first on the next turn. Returns
+   * true when nothing is left to handle.
+   */
+  drain(sliceMs = DISPATCH_SLICE_MS): boolean {
+    const deadline = performance.now() + sliceMs;
+    // Corked: what the handlers send to one connection during the slice
+    // leaves in one vectored write when it ends.
     native.cork();
     try {
+      // Events pushed while we handle these wake us again; a bounded number
+      // of rounds leaves room for the rest of the thread's work.
       for (let round = 0; round < 16; round++) {
-        const batch = native.drainEvents(this.serverId, this.workerIndex);
-        if (batch.length === 0) return;
-        decodeBatch(batch, (event) => this.onEvent(event));
+        let batch: Buffer;
+        let offset = 0;
+        if (this.pending) {
+          ({ batch, offset } = this.pending);
+          this.pending = null;
+        } else {
+          batch = native.drainEvents(this.serverId, this.workerIndex);
+          if (batch.length === 0) return true;
+        }
+        const stoppedAt = decodeBatch(batch, (event) => this.onEvent(event), offset, deadline);
+        if (stoppedAt < batch.length) {
+          this.pending = { batch, offset: stoppedAt };
+          break;
+        }
+        if (performance.now() > deadline) break;
       }
+      // Out of time (or rounds) before the native queue was seen empty. The
+      // wake-up that led here may have been spent without a drain (a
+      // pending batch went first), and the queue wakes us only once per
+      // drain: come back on our own.
+      this.resumeSoon();
+      return false;
     } finally {
       native.uncork();
     }
+  }
+
+  /** Handle everything queued, whatever it takes (at shutdown). */
+  drainAll(): void {
+    while (!this.drain(Infinity)) {
+      // Until the native queue is empty too.
+    }
+  }
+
+  /** Go on once the thread's other work (timers, the watchdog) has run. */
+  private resumeSoon(): void {
+    if (this.resumeScheduled) return;
+    this.resumeScheduled = true;
+    setImmediate(() => {
+      this.resumeScheduled = false;
+      this.drain();
+    });
   }
 
   get openConnections(): number {

@@ -74,10 +74,32 @@ class Reader {
   }
 }
 
-/** Calls `onEvent` for every event of a drained batch, in order. */
-export function decodeBatch(batch: Buffer, onEvent: (event: NativeEvent) => void): void {
-  let offset = 0;
+/**
+ * The most events decoded between two looks at the clock. The gap starts
+ * at one event and doubles up to this, so slow handlers are noticed after
+ * a few events and fast ones pay for a clock read once per 256.
+ */
+const MAX_EVENTS_PER_CLOCK_CHECK = 256;
+
+/**
+ * Calls `onEvent` for the events of a drained batch, in order, from byte
+ * `offset` on. Stops early once `deadline` (a `performance.now()` time) has
+ * passed; returns where it stopped (`batch.length` when it finished).
+ */
+export function decodeBatch(
+  batch: Buffer,
+  onEvent: (event: NativeEvent) => void,
+  offset = 0,
+  deadline = Infinity,
+): number {
+  let gap = 1;
+  let untilClockCheck = gap;
   while (offset < batch.length) {
+    if (untilClockCheck-- === 0) {
+      if (performance.now() > deadline) return offset;
+      gap = Math.min(gap * 2, MAX_EVENTS_PER_CLOCK_CHECK);
+      untilClockCheck = gap;
+    }
     const kind = batch[offset]!;
     const length = batch.readUInt32LE(offset + 1);
     const start = offset + 5;
@@ -124,4 +146,5 @@ export function decodeBatch(batch: Buffer, onEvent: (event: NativeEvent) => void
     }
     offset = end;
   }
+  return offset;
 }

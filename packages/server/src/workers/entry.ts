@@ -51,7 +51,7 @@ port.on('message', (message: ToWorker) => {
       post({ type: 'pong', seq: message.seq });
       break;
     case 'final-drain':
-      dispatcher?.drain();
+      dispatcher?.drainAll();
       handle?.detachWorker(index);
       post({ type: 'drained' });
       port.close();
