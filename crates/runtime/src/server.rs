@@ -4,8 +4,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-
-use rustc_hash::FxHashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -13,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
 use tokio::sync::{oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -123,20 +122,21 @@ impl Connection {
     }
 
     /// Queue a message for this connection alone, framed into its queue
-    /// (see [`Outbound::push_message`]); a compressing connection gets the
-    /// payload to compress and frame itself.
+    /// (see [`Outbound::push_message`]).
     pub fn send_message(self: &Arc<Self>, payload: &[u8], binary: bool) -> SendStatus {
-        let (status, wake) = if self.deflate {
-            let item = OutItem::Message {
-                payload: bytes::Bytes::copy_from_slice(payload),
-                binary,
-            };
-            self.outbound.push(item, payload.len())
-        } else {
-            self.outbound.push_message(payload, binary)
-        };
+        if self.deflate {
+            return self.enqueue_to_compress(bytes::Bytes::copy_from_slice(payload), binary);
+        }
+        let (status, wake) = self.outbound.push_message(payload, binary);
         self.woken(wake);
         status
+    }
+
+    /// Queue a payload for a compressing connection, which compresses and
+    /// frames it itself with its own deflate context.
+    fn enqueue_to_compress(self: &Arc<Self>, payload: bytes::Bytes, binary: bool) -> SendStatus {
+        let len = payload.len();
+        self.enqueue(OutItem::Message { payload, binary }, len)
     }
 
     /// Wake the task now, or at the outermost `uncork` when corked.
@@ -202,11 +202,7 @@ impl Shared {
         binary: bool,
     ) -> SendStatus {
         if conn.deflate {
-            let item = OutItem::Message {
-                payload: payload.clone(),
-                binary,
-            };
-            conn.enqueue(item, payload.len())
+            conn.enqueue_to_compress(payload.clone(), binary)
         } else {
             conn.enqueue_frame(framed)
         }

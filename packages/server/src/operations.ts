@@ -73,14 +73,16 @@ export class Operations extends EventEmitter {
     this.serverId = handle?.id ?? 0;
   }
 
-  private requireServerId(): number {
-    if (!this.handle) throw new SwitchboardError('ERR_NOT_LISTENING', 'the server is not listening');
-    return this.serverId;
-  }
-
+  /** The attached handle; throws `ERR_NOT_LISTENING` when there is none. */
   protected get native(): NativeServerHandle {
     if (!this.handle) throw new SwitchboardError('ERR_NOT_LISTENING', 'the server is not listening');
     return this.handle;
+  }
+
+  /** The attached server's id, for the per-message module functions. */
+  private requireServerId(): number {
+    this.native; // the attach check
+    return this.serverId;
   }
 
   /** Send to one connection (from any worker). */

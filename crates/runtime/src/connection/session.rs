@@ -168,8 +168,6 @@ impl Session {
         let notified = connection.outbound.notified();
         let timer = sleep_until(self.ctx.next_deadline());
         tokio::pin!(force, stopping, notified, timer);
-        let mut stopping_seen = false;
-        let mut armed = timer.deadline();
         loop {
             // Take what other threads queued, then write as much as the
             // socket takes without waiting.
@@ -193,16 +191,15 @@ impl Session {
             // timer is re-armed only for an earlier one (a close started);
             // one that fires early finds nothing due and is re-armed.
             let deadline = self.ctx.next_deadline();
-            if deadline < armed {
+            if deadline < timer.deadline() {
                 timer.as_mut().reset(deadline);
-                armed = deadline;
             }
             tokio::select! {
                 _ = &mut force => {
                     return self.ctx.outcome(1001, "ERR_SERVER_SHUTDOWN");
                 }
-                _ = &mut stopping, if !stopping_seen && !self.ctx.close_sent => {
-                    stopping_seen = true;
+                // Once it fired, `send_close` set `close_sent`: never polled again.
+                _ = &mut stopping, if !self.ctx.close_sent => {
                     self.ctx.send_close(1001, "server shutting down");
                 }
                 ready = stream.readable(), if reading => {
@@ -237,8 +234,7 @@ impl Session {
                     if self.ctx.on_timer() {
                         break;
                     }
-                    armed = self.ctx.next_deadline();
-                    timer.as_mut().reset(armed);
+                    timer.as_mut().reset(self.ctx.next_deadline());
                 }
             }
         }

@@ -67,16 +67,16 @@ export class Dispatcher {
   /** The rest of a batch whose slice ran out (see `drain`). */
   private pending: { batch: Buffer; offset: number } | null = null;
   private resumeScheduled = false;
-  /** `native.id`, read once (see `native.ts` on the module functions). */
+  /** `handle.id`, read once (see `native.ts` on the module functions). */
   private readonly serverId: number;
 
   constructor(
     private readonly app: App,
-    private readonly native: NativeServerHandle,
+    private readonly handle: NativeServerHandle,
     private readonly workerIndex: number,
     private readonly report: (failure: HandlerFailure) => void,
   ) {
-    this.serverId = this.native.id;
+    this.serverId = this.handle.id;
   }
 
   /**
@@ -154,7 +154,7 @@ export class Dispatcher {
       if (!route) return;
       const data = this.upgraded.get(event.id);
       this.upgraded.delete(event.id);
-      const ws = new WebSocket(this.native, this.serverId, event.id, data, event.remoteAddress, event.protocol, event.extensions);
+      const ws = new WebSocket(this.handle, this.serverId, event.id, data, event.remoteAddress, event.protocol, event.extensions);
       this.connections.set(event.id, { ws, route, backlog: null, failed: false });
     }
     const state = this.connections.get(event.id);
@@ -234,7 +234,7 @@ export class Dispatcher {
     this.report({ handler, connection: state.ws.id, error });
     if (!state.failed && event.kind !== KIND_CLOSE) {
       state.failed = true;
-      this.native.end(state.ws.id, 1011, 'ERR_HANDLER_FAILED');
+      this.handle.end(state.ws.id, 1011, 'ERR_HANDLER_FAILED');
     }
   }
 
@@ -242,7 +242,7 @@ export class Dispatcher {
     const route = this.app.routes[event.route];
     const hook = route?.behavior.upgrade;
     if (!hook) {
-      this.native.resolveUpgrade(event.id, true, 0, '', null);
+      this.handle.resolveUpgrade(event.id, true, 0, '', null);
       return;
     }
     let decided = false;
@@ -250,7 +250,7 @@ export class Dispatcher {
       if (decided) return;
       decided = true;
       if (accept) this.upgraded.set(event.id, data);
-      const delivered = this.native.resolveUpgrade(event.id, accept, status, reason, protocol ?? null);
+      const delivered = this.handle.resolveUpgrade(event.id, accept, status, reason, protocol ?? null);
       if (!delivered) this.upgraded.delete(event.id);
     };
     const res: UpgradeResponse<unknown> = {
