@@ -3,13 +3,16 @@
 // server contract: SCENARIOS.md).
 //
 //   node benchmarks/run.mjs [--quick] [--scenario ws-echo,...] [--server switchboard,uws,...]
-//                           [--out DIR] [--no-build]
+//                           [--out DIR] [--no-build] [--suite ws|rpc|all]
 //   node benchmarks/run.mjs --render [--out DIR]          re-render results.md and charts from results.json
 //   node benchmarks/run.mjs --update-readme [--out DIR]   paste results.md into README.md's results section
 //
 // It builds what it needs, then for every configuration starts each server
 // pinned to one core, drives it with switchboard-loadgen pinned to another,
 // and writes results.json, results.md and SVG charts. Progress goes to stderr.
+// `--suite rpc` runs the RPC suite instead (rpc/run.mjs, rpc/README.md),
+// `--suite all` both, into the same folder.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +26,8 @@ import { bytes, mib, ms, pct, si } from './harness/format.mjs';
 import { SATURATED, renderMarkdown, summarize, updateReadme, writeCharts } from './harness/report.mjs';
 import { LOADGEN_SCENARIO, SCENARIO_NAMES, buildMatrix, configLabel } from './harness/scenarios.mjs';
 import { SERVER_NAMES, describeVersions, serverByName, serverVersions, startServer } from './harness/servers.mjs';
+import { PEER_NAMES as RPC_PEER_NAMES } from './rpc/lib/peers.mjs';
+import { SCENARIO_NAMES as RPC_SCENARIO_NAMES } from './rpc/lib/scenarios.mjs';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(benchDir, '..');
@@ -43,6 +48,9 @@ const USAGE = `usage: node benchmarks/run.mjs [options]
   --no-build              skip the build steps (Switchboard, peers' npm install, cargo build)
   --render                only re-render results.md and the charts from DIR/results.json
   --update-readme         only paste DIR/results.md into benchmarks/README.md (between the results markers)
+  --suite ws|rpc|all      which suite: the WebSocket suite (default), the RPC suite (rpc/run.mjs; its
+                          scenarios: ${RPC_SCENARIO_NAMES.join(',')}; --server takes its peers:
+                          ${RPC_PEER_NAMES.join(',')}), or both into the same folder
   --help`;
 
 function parseList(value, known, what) {
@@ -68,6 +76,7 @@ try {
       'no-build': { type: 'boolean', default: false },
       render: { type: 'boolean', default: false },
       'update-readme': { type: 'boolean', default: false },
+      suite: { type: 'string', default: 'ws' },
       help: { type: 'boolean', default: false },
     },
   }));
@@ -78,6 +87,62 @@ try {
 if (args.help) {
   console.log(USAGE);
   process.exit(0);
+}
+
+// ------------------------------------------------------------ which suite
+
+if (!['ws', 'rpc', 'all'].includes(args.suite)) {
+  console.error(`--suite takes ws, rpc or all\n${USAGE}`);
+  process.exit(2);
+}
+/**
+ * A --scenario or --server list split between the suites: every item must
+ * belong to one of them. Each suite gets its own items (undefined: no
+ * filter; [] : the filter leaves it nothing to run).
+ */
+function splitList(value, wsKnown, rpcKnown, what) {
+  if (!value) return { ws: undefined, rpc: undefined };
+  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of list) {
+    if (!wsKnown.includes(item) && !rpcKnown.includes(item)) {
+      console.error(`unknown ${what} "${item}" (known: ${[...new Set([...wsKnown, ...rpcKnown])].join(', ')})`);
+      process.exit(2);
+    }
+  }
+  return { ws: list.filter((i) => wsKnown.includes(i)), rpc: list.filter((i) => rpcKnown.includes(i)) };
+}
+const suiteScenarios = args.suite === 'all' ? splitList(args.scenario, SCENARIO_NAMES, RPC_SCENARIO_NAMES, 'scenario') : null;
+const suiteServers = args.suite === 'all' ? splitList(args.server, SERVER_NAMES, RPC_PEER_NAMES, 'server') : null;
+const runsWs = args.suite === 'ws' || (args.suite === 'all' && suiteScenarios.ws?.length !== 0 && suiteServers.ws?.length !== 0);
+const runsRpc = args.suite === 'rpc' || (args.suite === 'all' && suiteScenarios.rpc?.length !== 0 && suiteServers.rpc?.length !== 0);
+if (args.suite === 'all') {
+  args.scenario = suiteScenarios.ws?.join(',');
+  args.server = suiteServers.ws?.join(',');
+}
+
+/** Run the RPC suite (benchmarks/rpc/run.mjs) with this command's options; returns its exit status. */
+function runRpcSuite(outDir) {
+  const forward = [];
+  if (args.quick) forward.push('--quick');
+  if (args['no-build']) forward.push('--no-build');
+  if (args.render) forward.push('--render');
+  const scenario = args.suite === 'all' ? suiteScenarios.rpc?.join(',') : args.scenario;
+  const peer = args.suite === 'all' ? suiteServers.rpc?.join(',') : args.server;
+  if (scenario) forward.push('--scenario', scenario);
+  if (peer) forward.push('--peer', peer);
+  if (outDir) forward.push('--out', outDir);
+  const r = spawnSync(process.execPath, [path.join(benchDir, 'rpc', 'run.mjs'), ...forward], { stdio: 'inherit' });
+  return r.status ?? 1;
+}
+if (args.suite === 'rpc') {
+  if (args['update-readme']) {
+    console.error('--update-readme is for the WebSocket suite only');
+    process.exit(2);
+  }
+  process.exit(runRpcSuite(args.out ? path.resolve(args.out) : undefined));
+}
+if (!runsWs) {
+  process.exit(runRpcSuite(args.out ? path.resolve(args.out) : undefined));
 }
 
 // ------------------------------------------------------------ progress display
@@ -120,6 +185,7 @@ if (args.render || args['update-readme']) {
     updateReadme(path.join(benchDir, 'README.md'), path.join(outDir, 'results.md'));
     log(`updated the results section of ${path.join(benchDir, 'README.md')} from ${path.join(outDir, 'results.md')}`);
   }
+  if (runsRpc && args.render) process.exit(runRpcSuite(outDir));
   process.exit(0);
 }
 
@@ -354,4 +420,6 @@ log(
     `${clientBound ? `, ${clientBound} with the load generator saturated (marked in results.md)` : ''}.`,
 );
 log(`results: ${[path.join(outDir, 'results.json'), path.join(outDir, 'results.md'), ...charts].join(', ')}`);
-process.exit(failures ? 1 : 0);
+// --suite all: the RPC suite next, into the same folder.
+const rpcStatus = runsRpc ? runRpcSuite(outDir) : 0;
+process.exit(failures || rpcStatus ? 1 : 0);

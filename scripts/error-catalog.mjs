@@ -13,6 +13,11 @@ export async function errorCatalog() {
   const { ERROR_CODES } = await import('switchboard');
   const byCode = new Map();
   for (const e of addon.errorCatalog()) byCode.set(e.code, e);
+  // Errors of calls and streams (switchboard-protocol), on both ends.
+  const { RPC_ERROR_DESCRIPTIONS } = await import('switchboard-protocol');
+  for (const [code, description] of Object.entries(RPC_ERROR_DESCRIPTIONS)) {
+    if (!byCode.has(code)) byCode.set(code, { code, kind: 'throw', value: 0, description });
+  }
   for (const [code, e] of Object.entries(ERROR_CODES)) byCode.set(code, { code, ...e });
   return [...byCode.values()].sort((a, b) => a.code.localeCompare(b.code));
 }

@@ -81,6 +81,8 @@ function buildNative() {
 
 function buildTypeScript() {
   step('TypeScript');
+  // The protocol package first: the server may import it.
+  must('npx', ['--no-install', 'tsc', '-p', 'packages/protocol/tsconfig.json']);
   must('npx', ['--no-install', 'tsc', '-p', 'packages/server/tsconfig.json']);
   must('node', ['scripts/write-cjs-entry.mjs']);
 }

@@ -6,10 +6,12 @@ import { pinned } from './machine.mjs';
 /**
  * Run the load generator once. Resolves (never rejects) with
  * { command, steps, code, signal, timedOut, stderr, wallS }; the caller
- * decides what a non-zero exit means for the results.
+ * decides what a non-zero exit means for the results. `binaryArgs` go
+ * before the load generator's own arguments (the RPC suite runs
+ * `node benchmarks/rpc/driver.mjs` this way).
  */
-export function runLoadgen({ binary, cpu, port, protocol, serverPid, args, timeoutMs, onProgress, onStep, onSpawn }) {
-  const fullArgs = ['--port', String(port), '--protocol', protocol, ...args];
+export function runLoadgen({ binary, binaryArgs = [], cpu, port, protocol, serverPid, args, timeoutMs, onProgress, onStep, onSpawn }) {
+  const fullArgs = [...binaryArgs, '--port', String(port), '--protocol', protocol, ...args];
   if (serverPid) fullArgs.push('--server-pid', String(serverPid));
   const { command, args: argv } = pinned(cpu, binary, fullArgs);
   const started = process.hrtime.bigint();

@@ -52,22 +52,26 @@ function peersInstallNeeded(benchDir) {
   return (lock !== null && lock > marker) || (manifest !== null && manifest > marker);
 }
 
-/** Prepare for the selected servers. `log` writes a line to the progress display. */
-export function prepare({ root, servers, log }) {
+/**
+ * Prepare for the selected servers. `log` writes a line to the progress
+ * display. `loadgen: false` (the RPC suite, whose load runs in Node) skips
+ * building switchboard-loadgen.
+ */
+export function prepare({ root, servers, log, loadgen = true }) {
   const names = new Set(servers.map((s) => s.name));
   if (names.has('switchboard')) {
     must(log, 'build Switchboard (node scripts/run.mjs build)', process.execPath, ['scripts/run.mjs', 'build'], root);
   }
   const benchDir = path.join(root, 'benchmarks');
   // The JS peers (Switchboard's included) resolve their libraries from benchmarks/node_modules.
-  if (servers.some((s) => s.script)) {
+  if (servers.some((s) => s.script || s.entry)) {
     if (peersInstallNeeded(benchDir)) {
       must(log, 'install the peers (npm install in benchmarks/)', 'npm', ['install', '--no-audit', '--no-fund'], benchDir);
     }
   }
-  const packages = ['-p', 'switchboard-loadgen'];
+  const packages = loadgen ? ['-p', 'switchboard-loadgen'] : [];
   if (names.has('tokio')) packages.push('-p', 'switchboard-bench-tokio');
-  must(log, `cargo build --release ${packages.join(' ')}`, 'cargo', ['build', '--release', ...packages], root);
+  if (packages.length) must(log, `cargo build --release ${packages.join(' ')}`, 'cargo', ['build', '--release', ...packages], root);
 }
 
 /** The load generator binary, checked to exist. */

@@ -14,7 +14,7 @@ export const SATURATED = 0.9;
  * measure; 'client' means the figure is a floor for the server; 'neither'
  * means the loop itself (latency × in-flight) was the limit.
  */
-function bound(step, core, pin) {
+export function bound(step, core, pin) {
   const server = step.server?.cpu_util;
   const client = step.loadgen?.cpu_util;
   const serverSat = Number.isFinite(server) ? server >= SATURATED : null;
@@ -121,7 +121,7 @@ const MARKS = {
   both: '‡',
 };
 
-function cellMark(summary) {
+export function cellMark(summary) {
   if (!summary) return '';
   return MARKS[summary.bound] ?? '';
 }
@@ -145,7 +145,7 @@ function versus(ours, theirs, lowerIsBetter) {
  * column per peer with Switchboard's ratio to it.
  * rows: [{ label: [cells], values: { server: { value, text } } }]
  */
-function comparisonTable({ keyHeaders, rows, servers, lowerIsBetter = false }) {
+export function comparisonTable({ keyHeaders, rows, servers, lowerIsBetter = false }) {
   const peers = servers.filter((s) => s.name !== 'switchboard');
   const ours = servers.find((s) => s.name === 'switchboard');
   const col = (s) => s.short ?? s.label;

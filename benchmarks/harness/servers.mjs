@@ -35,6 +35,8 @@ export function serverByName(name) {
 /** The command that starts a server, before pinning. */
 export function serverCommand(server, { root, binDir }) {
   if (server.binary) return { command: path.join(binDir, server.binary), args: [] };
+  // `entry`: a Node script by its path from the repository root (the RPC suite's peers).
+  if (server.entry) return { command: process.execPath, args: [path.join(root, server.entry)] };
   return { command: process.execPath, args: [path.join(root, 'benchmarks', 'peers', server.script)] };
 }
 

@@ -17,6 +17,10 @@ export declare class ServerHandle {
   get id(): number
   /** Bind and start accepting on `host:port` (port 0 picks a free port). */
   listen(host: string, port: number): ListenAddress
+  /** Bind `host:port` for Switchboard protocol connections. */
+  listenWire(host: string, port: number): ListenAddress
+  /** Bind a Unix socket at `path` for Switchboard protocol connections. */
+  listenWireUnix(path: string): void
   /**
    * Register the calling thread as worker `index`: `wake` is called (on
    * this thread) whenever events are waiting; the worker then calls
@@ -120,6 +124,11 @@ export interface RouteOptions {
   slowConsumer?: string
   compression?: CompressionOptions
   allowedOrigins?: Array<string>
+  /**
+   * The route also speaks the Switchboard protocol (subprotocol
+   * `switchboard.v1`).
+   */
+  wire?: boolean
 }
 
 /** Options of a whole server. */
@@ -134,6 +143,7 @@ export interface ServerOptions {
   upgradeTimeoutMs?: number
   closeTimeoutMs?: number
   maxWorkerQueueBytes?: number
+  wire?: WireOptions
 }
 
 /** A fixed response to `GET path`. */
@@ -162,6 +172,18 @@ export interface StatsJs {
 
 /** End a `cork`; the outermost one wakes every connection sent to. */
 export declare function uncork(): void
+
+/** The Switchboard protocol's options (`ServerOptions.rpc` in TypeScript). */
+export interface WireOptions {
+  maxFrameSize?: number
+  initialWindow?: number
+  maxConcurrentCalls?: number
+  heartbeatIntervalMs?: number
+  /** Codec names spoken besides `raw`. */
+  codecs?: Array<string>
+  maxBackpressure?: number
+  slowConsumer?: string
+}
 
 /** Counters of one worker. */
 export interface WorkerStatsJs {

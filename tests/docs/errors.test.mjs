@@ -2,7 +2,7 @@
 // generate, and every ERR_ code used in the sources is in a catalogue.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorCatalog } from '../../scripts/error-catalog.mjs';
@@ -31,7 +31,13 @@ test('docs/errors.md is generated from the catalogues', async () => {
 
 test('every ERR_ code in the sources is catalogued', async () => {
   const known = new Set((await errorCatalog()).map((e) => e.code));
-  const files = [...sources(path.join(root, 'crates'), ['.rs']), ...sources(path.join(root, 'packages', 'server', 'src'), ['.ts'])];
+  const files = [
+    ...sources(path.join(root, 'crates'), ['.rs']),
+    ...['server', 'protocol', 'client']
+      .map((name) => path.join(root, 'packages', name, 'src'))
+      .filter((dir) => existsSync(dir))
+      .flatMap((dir) => sources(dir, ['.ts'])),
+  ];
   const missing = new Map();
   for (const file of files) {
     // Test modules assert on code prefixes and made-up codes; skip them.

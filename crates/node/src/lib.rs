@@ -31,6 +31,15 @@ static SERVERS: LazyLock<Mutex<HashMap<u32, Arc<Server>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 static NEXT_SERVER_ID: AtomicU32 = AtomicU32::new(1);
 
+fn socket_address(host: &str, port: u32) -> Result<SocketAddr> {
+    let ip: IpAddr = host
+        .parse()
+        .map_err(|_| coded("ERR_INVALID_OPTION", format!("not an IP address: {host:?}")))?;
+    let port = u16::try_from(port)
+        .map_err(|_| coded("ERR_INVALID_OPTION", format!("port out of range: {port}")))?;
+    Ok(SocketAddr::new(ip, port))
+}
+
 fn coded(code: &str, message: impl std::fmt::Display) -> Error {
     Error::new(Status::GenericFailure, format!("{code}: {message}"))
 }
@@ -131,19 +140,35 @@ impl ServerHandle {
     /// Bind and start accepting on `host:port` (port 0 picks a free port).
     #[napi]
     pub fn listen(&self, host: String, port: u32) -> Result<ListenAddress> {
-        let ip: IpAddr = host
-            .parse()
-            .map_err(|_| coded("ERR_INVALID_OPTION", format!("not an IP address: {host:?}")))?;
-        let port = u16::try_from(port)
-            .map_err(|_| coded("ERR_INVALID_OPTION", format!("port out of range: {port}")))?;
         let bound = self
             .server
-            .listen(SocketAddr::new(ip, port))
+            .listen(socket_address(&host, port)?)
             .map_err(|e| coded("ERR_LISTEN", e))?;
         Ok(ListenAddress {
             host: bound.ip().to_string(),
             port: bound.port().into(),
         })
+    }
+
+    /// Bind `host:port` for Switchboard protocol connections.
+    #[napi]
+    pub fn listen_wire(&self, host: String, port: u32) -> Result<ListenAddress> {
+        let bound = self
+            .server
+            .listen_wire(socket_address(&host, port)?)
+            .map_err(|e| coded("ERR_LISTEN", e))?;
+        Ok(ListenAddress {
+            host: bound.ip().to_string(),
+            port: bound.port().into(),
+        })
+    }
+
+    /// Bind a Unix socket at `path` for Switchboard protocol connections.
+    #[napi]
+    pub fn listen_wire_unix(&self, path: String) -> Result<()> {
+        self.server
+            .listen_wire_unix(std::path::Path::new(&path))
+            .map_err(|e| coded("ERR_LISTEN", e))
     }
 
     /// Register the calling thread as worker `index`: `wake` is called (on
@@ -427,6 +452,7 @@ pub fn error_catalog() -> Vec<ErrorCodeInfo> {
     switchboard_proto::ws::ALL_ERROR_CODES
         .iter()
         .chain(switchboard_proto::http::ALL_ERROR_CODES)
+        .chain(switchboard_proto::wire::ALL_ERROR_CODES)
         .chain(switchboard_runtime::errors::ALL_ERROR_CODES)
         .map(with_value)
         .chain(switchboard_pubsub::ALL_ERROR_CODES.iter().map(thrown))

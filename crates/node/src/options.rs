@@ -7,8 +7,9 @@ use std::time::Duration;
 use napi::bindgen_prelude::Buffer;
 use napi::{Error, Result, Status};
 use napi_derive::napi;
+use switchboard_proto::wire::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
-use switchboard_runtime::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute};
+use switchboard_runtime::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute, WireConfig};
 
 /// permessage-deflate options of a route.
 #[napi(object)]
@@ -35,6 +36,9 @@ pub struct RouteOptions {
     pub slow_consumer: Option<String>,
     pub compression: Option<CompressionOptions>,
     pub allowed_origins: Option<Vec<String>>,
+    /// The route also speaks the Switchboard protocol (subprotocol
+    /// `switchboard.v1`).
+    pub wire: Option<bool>,
 }
 
 /// A fixed response to `GET path`.
@@ -58,6 +62,20 @@ pub struct ServerOptions {
     pub upgrade_timeout_ms: Option<u32>,
     pub close_timeout_ms: Option<u32>,
     pub max_worker_queue_bytes: Option<u32>,
+    pub wire: Option<WireOptions>,
+}
+
+/// The Switchboard protocol's options (`ServerOptions.rpc` in TypeScript).
+#[napi(object)]
+pub struct WireOptions {
+    pub max_frame_size: Option<u32>,
+    pub initial_window: Option<u32>,
+    pub max_concurrent_calls: Option<u32>,
+    pub heartbeat_interval_ms: Option<u32>,
+    /// Codec names spoken besides `raw`.
+    pub codecs: Option<Vec<String>>,
+    pub max_backpressure: Option<u32>,
+    pub slow_consumer: Option<String>,
 }
 
 fn invalid(message: String) -> Error {
@@ -124,15 +142,8 @@ fn route(options: RouteOptions) -> Result<RouteConfig> {
     if let Some(v) = options.max_backpressure {
         route.max_backpressure = v as usize;
     }
-    route.slow_consumer = match options.slow_consumer.as_deref() {
-        None | Some("drop") => SlowConsumerPolicy::Drop,
-        Some("close") => SlowConsumerPolicy::Close,
-        Some(other) => {
-            return Err(invalid(format!(
-                "ERR_INVALID_OPTION: slowConsumer must be \"drop\" or \"close\", got {other:?}"
-            )))
-        }
-    };
+    route.slow_consumer = slow_consumer(options.slow_consumer.as_deref())?;
+    route.wire = options.wire.unwrap_or(false);
     if let Some(v) = options.compression {
         route.compression = Some(compression(v)?);
     }
@@ -140,6 +151,51 @@ fn route(options: RouteOptions) -> Result<RouteConfig> {
         route.allowed_origins = v;
     }
     Ok(route)
+}
+
+fn slow_consumer(policy: Option<&str>) -> Result<SlowConsumerPolicy> {
+    match policy {
+        None | Some("drop") => Ok(SlowConsumerPolicy::Drop),
+        Some("close") => Ok(SlowConsumerPolicy::Close),
+        Some(other) => Err(invalid(format!(
+            "ERR_INVALID_OPTION: slowConsumer must be \"drop\" or \"close\", got {other:?}"
+        ))),
+    }
+}
+
+fn wire(options: WireOptions) -> Result<WireConfig> {
+    let mut config = WireConfig::default();
+    let settings = &mut config.settings;
+    for (name, value) in [
+        ("maxFrameSize", options.max_frame_size),
+        ("initialWindow", options.initial_window),
+    ] {
+        if value.is_some_and(|v| v < MIN_FRAME_SIZE) {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: rpc.{name} must be at least {MIN_FRAME_SIZE}"
+            )));
+        }
+    }
+    if let Some(v) = options.max_frame_size {
+        settings.max_frame_size = v;
+    }
+    if let Some(v) = options.initial_window {
+        settings.initial_window = v;
+    }
+    if let Some(v) = options.max_concurrent_calls {
+        settings.max_concurrent_calls = v;
+    }
+    if let Some(v) = options.heartbeat_interval_ms {
+        settings.heartbeat_ms = v;
+    }
+    if let Some(v) = options.codecs {
+        settings.codecs = v;
+    }
+    if let Some(v) = options.max_backpressure {
+        config.max_backpressure = v as usize;
+    }
+    config.slow_consumer = slow_consumer(options.slow_consumer.as_deref())?;
+    Ok(config)
 }
 
 pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
@@ -177,6 +233,9 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     }
     if let Some(v) = options.max_worker_queue_bytes {
         config.max_worker_queue_bytes = v as usize;
+    }
+    if let Some(v) = options.wire {
+        config.wire = wire(v)?;
     }
     Ok(config)
 }

@@ -9,6 +9,9 @@
 use crate::http::{
     accept_key, parse_request_head, switching_protocols_response, validate_upgrade, HeadLimits,
 };
+use crate::wire::{
+    decode, decode_preface, encode, encoded_len, peek_header, SequenceCheck, WireError,
+};
 use crate::ws::deflate::{negotiate, Compressor, Decompressor, DeflateConfig, DeflateParams};
 use crate::ws::extensions::parse_extensions;
 use crate::ws::{Decoder, DecoderConfig, Event, Flow, ProtocolError, Role};
@@ -248,6 +251,78 @@ pub fn deflate_negotiate(data: &[u8]) {
     }
 }
 
+/// `wire_decoder` target: decodes a stream of RPC frames until it needs
+/// more bytes or fails. Every decoded frame must pass `validate`, re-encode
+/// (in its smallest widths, so never longer) to bytes that decode to an equal
+/// frame and re-encode identically; every shorter prefix must need more
+/// bytes (or fail the same way); errors must carry a protocol code. Never
+/// panics otherwise.
+///
+/// Input layout: `[selector, stream...]`; the selector's low two bits pick
+/// `maxFrameSize` (1024, 4096, 65536 or the 16 MiB default).
+pub fn wire_decoder(data: &[u8]) {
+    // The preface check runs on the raw input too: any verdict, no panic.
+    if let Ok(Some(used)) = decode_preface(data) {
+        assert_eq!(used, 4);
+    }
+    let [selector, stream @ ..] = data else {
+        return;
+    };
+    let max = match selector & 3 {
+        0 => 1024,
+        1 => 4096,
+        2 => 65536,
+        _ => crate::wire::DEFAULT_MAX_FRAME_SIZE as usize,
+    };
+    let mut sequence = SequenceCheck::new();
+    let mut rest = stream;
+    loop {
+        match decode(rest, max) {
+            Ok(None) => break,
+            Ok(Some((frame, used))) => {
+                assert!(used >= 3 && used <= rest.len());
+                let header = peek_header(rest, max).expect("header").expect("complete");
+                assert_eq!(header.frame_len(), used);
+                for n in 0..used.min(64) {
+                    assert_eq!(decode(&rest[..n], max), Ok(None), "prefix of {n} bytes");
+                }
+                frame.validate().expect("a decoded frame is valid");
+                let mut canonical = Vec::new();
+                encode(&frame, &mut canonical);
+                assert_eq!(canonical.len(), encoded_len(&frame));
+                assert!(canonical.len() <= used, "smallest widths are never longer");
+                let again = decode(&canonical, max).expect("re-decodes");
+                assert_eq!(again, Some((frame.clone(), canonical.len())));
+                let mut twice = Vec::new();
+                encode(&again.expect("frame").0, &mut twice);
+                assert_eq!(twice, canonical, "the canonical form is a fixed point");
+                if sequence.check(&frame).is_err() {
+                    // The connection would end here; keep fuzzing the codec.
+                    sequence = SequenceCheck::new();
+                }
+                rest = &rest[used..];
+            }
+            Err(e) => {
+                check_wire_error(e);
+                for n in 0..rest.len().min(64) {
+                    match decode(&rest[..n], max) {
+                        Ok(None) => {}
+                        Err(early) => assert_eq!(early, e, "prefix of {n} bytes"),
+                        Ok(Some(_)) => panic!("a prefix of a bad frame decoded"),
+                    }
+                }
+                break;
+            }
+        }
+    }
+}
+
+fn check_wire_error(e: WireError) {
+    assert!(e.code().starts_with("ERR_PROTOCOL_"), "{e:?}");
+    assert!(matches!(e.ws_close_code(), 1002 | 1009), "{e:?}");
+    assert!(!e.to_string().is_empty());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +353,7 @@ mod tests {
     fn targets_survive_arbitrary_inputs() {
         for input in arbitrary_inputs() {
             ws_decoder(&input);
+            wire_decoder(&input);
             handshake(&input);
             deflate_negotiate(&input);
         }
@@ -293,6 +369,48 @@ mod tests {
                 data.extend_from_slice(&stream);
                 ws_decoder(&data);
             }
+        }
+    }
+
+    #[test]
+    fn wire_decoder_target_sees_valid_streams() {
+        // The worked examples of docs/protocol.md §9, a HELLO, a MESSAGE
+        // with an attachment and its STREAM_OPEN, a non-minimal END, a
+        // GO_AWAY, then a frame cut short.
+        let stream = hex(concat!(
+            "03 10 07 05 03 61 64 64 01 02  04 10 02 05 03  06 10 03 05 2c 01  0e 00 00  0e 10 00",
+            "01 00 2e 00 00 00 00 00 00 40 00 80 00 00 00 00 00 00 00 00 04 00 00 00 04 00 00",
+            "00 00 00 00 00 00 00 00 07 00 00 00 02 04 6a 73 6f 6e 03 72 61 77",
+            "03 50 05 06 01 01 61 07  08 00 01 01  05 0d 06 00 09 00 00 00 00 00",
+            "0f 00 13 06 0e 45 52 52 5f 47 4f 49 4e 47 5f 41 57 41 59 62 79 65  03 10 07 05"
+        ));
+        let mut frames = 0;
+        let mut rest = &stream[..];
+        while let Some((_, used)) = decode(rest, 1024).expect("valid stream") {
+            frames += 1;
+            rest = &rest[used..];
+        }
+        assert_eq!((frames, rest.len()), (10, 4), "10 frames, then a cut one");
+        for selector in 0..4u8 {
+            let mut data = vec![selector];
+            data.extend_from_slice(&stream);
+            wire_decoder(&data);
+            // Every cut of the stream, too.
+            for cut in 0..data.len() {
+                wire_decoder(&data[..cut]);
+            }
+        }
+        // Invalid frames: unknown type, reserved bit, too large, malformed.
+        for bad in [
+            "03 00 00",
+            "10",
+            "0e 20 00",
+            "09 03 00 00 00 01 00 00",
+            "03 00 02 01 00",
+        ] {
+            let mut data = vec![0];
+            data.extend_from_slice(&hex(bad));
+            wire_decoder(&data);
         }
     }
 }

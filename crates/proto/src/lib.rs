@@ -1,8 +1,9 @@
 //! # switchboard-proto
 //!
 //! Switchboard's protocol layer: the WebSocket protocol (RFC 6455), its
-//! permessage-deflate extension (RFC 7692) and the HTTP/1.1 upgrade
-//! handshake, written as pure state machines.
+//! permessage-deflate extension (RFC 7692), the HTTP/1.1 upgrade handshake
+//! and Switchboard's own binary RPC protocol (`docs/protocol.md`), written
+//! as pure state machines.
 //!
 //! Nothing here does I/O, reads a clock, spawns tasks or draws random
 //! numbers. The runtime (`switchboard-runtime`) owns sockets, timers and
@@ -13,16 +14,19 @@
 //! - [`http`]: parse a request head, validate a WebSocket upgrade, build the
 //!   `101` or error response;
 //! - [`ws`]: decode frames into events, encode frames, negotiate and apply
-//!   compression.
+//!   compression;
+//! - [`wire`]: the RPC protocol's frames, codec, UUIDs, handshake and
+//!   ordering checks.
 //!
-//! Every error carries a stable string code (`ERR_WS_*`, `ERR_HTTP_*`) and
-//! the close code or HTTP status to answer with; [`all_error_codes`] lists
-//! them for the documentation.
+//! Every error carries a stable string code (`ERR_WS_*`, `ERR_HTTP_*`,
+//! `ERR_PROTOCOL_*`) and the close code or HTTP status to answer with;
+//! [`all_error_codes`] lists them for the documentation.
 
 // Every public item is documented; CI runs clippy with -D warnings.
 #![warn(missing_docs)]
 
 pub mod http;
+pub mod wire;
 pub mod ws;
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -33,9 +37,11 @@ pub(crate) mod test_util;
 
 /// Every error code of this crate as `(code, close code or HTTP status,
 /// description)`: the WebSocket codes ([`ws::ALL_ERROR_CODES`]) followed by
-/// the handshake codes ([`http::ALL_ERROR_CODES`]).
+/// the handshake codes ([`http::ALL_ERROR_CODES`]), then the RPC protocol's
+/// ([`wire::ALL_ERROR_CODES`], with WebSocket close codes).
 pub fn all_error_codes() -> impl Iterator<Item = &'static (&'static str, u16, &'static str)> {
     ws::ALL_ERROR_CODES
         .iter()
         .chain(http::ALL_ERROR_CODES.iter())
+        .chain(wire::ALL_ERROR_CODES.iter())
 }

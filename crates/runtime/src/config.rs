@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use switchboard_proto::wire::ServerSettings;
 use switchboard_proto::ws::deflate::DeflateConfig;
 
 /// What to do when a connection's outbound queue passes `max_backpressure`.
@@ -50,6 +51,10 @@ pub struct RouteConfig {
     pub compression: Option<DeflateConfig>,
     /// Reject upgrades whose `Origin` is not in this list (empty = any).
     pub allowed_origins: Vec<String>,
+    /// The route also speaks the Switchboard protocol: a client that
+    /// chooses the subprotocol `switchboard.v1` gets a protocol session
+    /// (docs/protocol.md §2) instead of plain messages. Default false.
+    pub wire: bool,
 }
 
 impl RouteConfig {
@@ -67,6 +72,7 @@ impl RouteConfig {
             slow_consumer: SlowConsumerPolicy::Drop,
             compression: None,
             allowed_origins: Vec::new(),
+            wire: false,
         }
     }
 
@@ -87,6 +93,32 @@ pub struct StaticRoute {
     pub path: String,
     pub content_type: String,
     pub body: bytes::Bytes,
+}
+
+/// Options of the Switchboard protocol's connections (protocol listeners,
+/// and routes with `wire`).
+#[derive(Clone, Debug)]
+pub struct WireConfig {
+    /// Limits, heartbeat, features and codecs announced in every WELCOME;
+    /// defaults in [`ServerSettings`] say why.
+    pub settings: ServerSettings,
+    /// Bytes a protocol connection may have queued for writing before
+    /// `slow_consumer` applies. Default 16 MiB: one maximal frame (the
+    /// default `max_frame_size`) must fit.
+    pub max_backpressure: usize,
+    /// Default `Drop`: the peer's flow control, not the queue, is what
+    /// normally bounds a protocol connection.
+    pub slow_consumer: SlowConsumerPolicy,
+}
+
+impl Default for WireConfig {
+    fn default() -> Self {
+        Self {
+            settings: ServerSettings::default(),
+            max_backpressure: 16 * 1024 * 1024,
+            slow_consumer: SlowConsumerPolicy::Drop,
+        }
+    }
 }
 
 /// Options of a whole server.
@@ -118,6 +150,8 @@ pub struct ServerConfig {
     /// Default 8 MiB: many batches of small messages, bounded memory when a
     /// worker is stuck.
     pub max_worker_queue_bytes: usize,
+    /// The Switchboard protocol's options.
+    pub wire: WireConfig,
 }
 
 impl Default for ServerConfig {
@@ -135,6 +169,7 @@ impl Default for ServerConfig {
             upgrade_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),
             max_worker_queue_bytes: 8 * 1024 * 1024,
+            wire: WireConfig::default(),
         }
     }
 }

@@ -18,6 +18,17 @@ pub const ALL_ERROR_CODES: &[(&str, u16, &str)] = &[
     ("ERR_WS_ORIGIN_REJECTED", 403, "The `Origin` is not in the route's `allowedOrigins`."),
     ("ERR_WS_BAD_EXTENSIONS", 400, "`Sec-WebSocket-Extensions` is malformed."),
     ("ERR_UPGRADE_TIMEOUT", 503, "The `upgrade` hook did not decide within `upgradeTimeout` (or its worker died)."),
+    // The Switchboard protocol (docs/protocol.md §8). On a raw stream the
+    // code travels in a GO_AWAY; the close code is what JavaScript's close
+    // event (and a WebSocket client) sees.
+    ("ERR_HANDSHAKE_TIMEOUT", 1002, "A protocol client did not complete its preface and HELLO within `handshakeTimeout`."),
+    ("ERR_HEARTBEAT_TIMEOUT", 1001, "Nothing arrived on a protocol connection for twice `rpc.heartbeatInterval`."),
+    ("ERR_GOING_AWAY", 1001, "Graceful GO_AWAY (server shutdown or `connection.goAway()`): no new calls; in-flight calls complete."),
+    // Found by the TypeScript peer, which tracks credit and file sizes; the
+    // peer that finds them sends GO_AWAY with the code and closes.
+    ("ERR_PROTOCOL_FLOW_CONTROL", 1002, "Stream data beyond the credit the receiver granted (docs/protocol.md §7)."),
+    ("ERR_PROTOCOL_FILE_SIZE", 1002, "A file's data did not total its declared size."),
+    ("ERR_PROTOCOL_TEXT_MESSAGE", 1003, "A text message on a WebSocket that speaks the Switchboard protocol (it uses binary messages only)."),
 ];
 
 /// Close codes are in the WebSocket range; the rest are HTTP statuses.

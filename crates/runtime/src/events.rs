@@ -20,6 +20,11 @@
 //! - `MESSAGE`: id conn, u8 binary, payload (the rest)
 //! - `CLOSE`: id conn, u16 code, reason (the rest, UTF-8)
 //! - `DRAIN`: id conn
+//! - `RPC_OPEN`: id conn, u16 route (`0xFFFF` for a protocol listener), u8
+//!   transport (0 TCP, 1 Unix, 2 WebSocket), str remote address, u32 HELLO
+//!   length, the client's HELLO frame, our WELCOME frame (the rest). A
+//!   protocol connection's frames then arrive as `MESSAGE`s (binary, one
+//!   frame each).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,6 +38,7 @@ pub const KIND_OPEN: u8 = 2;
 pub const KIND_MESSAGE: u8 = 3;
 pub const KIND_CLOSE: u8 = 4;
 pub const KIND_DRAIN: u8 = 5;
+pub const KIND_RPC_OPEN: u8 = 6;
 
 /// Queued bytes beyond which an I/O thread wakes the worker at once instead
 /// of at the end of its turn (see [`wake_deferred`]): it bounds how long a

@@ -13,8 +13,9 @@ pub mod framing;
 mod listener;
 pub mod outbound;
 pub mod server;
+mod socket;
 pub mod stats;
 
-pub use config::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute};
+pub use config::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute, WireConfig};
 pub use outbound::SendStatus;
 pub use server::{Server, UpgradeDecision};

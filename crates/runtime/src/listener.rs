@@ -1,13 +1,14 @@
 //! Accepting connections: a connection limit, back-off on accept errors, and
 //! the end of accepting when the server begins to shut down.
 
+use std::future::Future;
+use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
 
-use crate::connection;
+use crate::connection::{self, transport};
 use crate::server::Shared;
 
 /// The first and the longest pause after a failed `accept`. Running out of
@@ -16,12 +17,75 @@ use crate::server::Shared;
 const ACCEPT_BACKOFF_START: Duration = Duration::from_millis(5);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+/// What a TCP listener serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// HTTP: static routes and WebSocket upgrades.
+    Http,
+    /// The Switchboard protocol, from the first byte.
+    Wire,
+}
+
+pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, endpoint: Endpoint) {
+    let accept = || async {
+        let (stream, remote) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        Ok((stream, remote))
+    };
+    run(
+        &shared,
+        accept,
+        |stream, remote, shared| async move {
+            match endpoint {
+                Endpoint::Http => connection::run(stream, remote, shared).await,
+                Endpoint::Wire => {
+                    connection::run_wire(stream, remote.to_string(), shared, transport::TCP).await
+                }
+            }
+        },
+        move |stream| refuse(stream, endpoint),
+    )
+    .await;
+}
+
+pub async fn accept_unix_loop(listener: UnixListener, shared: Arc<Shared>) {
+    let accept = || async {
+        let (stream, remote) = listener.accept().await?;
+        Ok((stream, remote))
+    };
+    run(
+        &shared,
+        accept,
+        |stream, remote, shared| async move {
+            let remote = remote
+                .as_pathname()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "unix".to_owned());
+            connection::run_wire(stream, remote, shared, transport::UNIX).await
+        },
+        |stream| refuse(stream, Endpoint::Wire),
+    )
+    .await;
+}
+
+/// The loop both listener kinds share: accept, admit under the connection
+/// limit, spawn the connection's task (or refuse it), back off on errors.
+async fn run<S, R, A, AF, C, CF, F, FF>(shared: &Arc<Shared>, accept: A, connect: C, refuse: F)
+where
+    S: crate::socket::Socket,
+    R: Send + 'static,
+    A: Fn() -> AF,
+    AF: Future<Output = io::Result<(S, R)>>,
+    C: Fn(S, R, Arc<Shared>) -> CF,
+    CF: Future<Output = ()> + Send + 'static,
+    F: Fn(S) -> FF,
+    FF: Future<Output = ()> + Send + 'static,
+{
     let mut backoff = ACCEPT_BACKOFF_START;
     loop {
         let accepted = tokio::select! {
             _ = shared.stopping.cancelled() => return,
-            accepted = listener.accept() => accepted,
+            accepted = accept() => accepted,
         };
         let (stream, remote) = match accepted {
             Ok(pair) => {
@@ -37,12 +101,11 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
         match shared.permits.clone().try_acquire_owned() {
             Ok(permit) => {
-                let shared_for_task = shared.clone();
+                let task = connect(stream, remote, shared.clone());
                 shared.tracker.spawn(async move {
-                    connection::run(stream, remote, shared_for_task).await;
+                    task.await;
                     drop(permit);
                 });
             }
@@ -50,18 +113,37 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 // Over `max_connections`: say so instead of leaving the
                 // client in the backlog.
                 crate::stats::add(&shared.stats.handshakes_rejected, 1);
-                shared.tracker.spawn(async move {
-                    let mut stream = stream;
-                    let response = switchboard_proto::http::error_response(
-                        503,
-                        "ERR_SERVER_AT_CAPACITY: too many connections",
-                        &[],
-                    );
-                    let _ =
-                        tokio::time::timeout(Duration::from_secs(1), stream.write_all(&response))
-                            .await;
-                });
+                shared.tracker.spawn(refuse(stream));
             }
         }
     }
+}
+
+/// Tell a client over the connection limit why it is refused: a `503` on
+/// HTTP, a preface and GO_AWAY on the protocol.
+async fn refuse<S: crate::socket::Socket>(mut stream: S, endpoint: Endpoint) {
+    const REASON: &str = "ERR_SERVER_AT_CAPACITY: too many connections";
+    let response = match endpoint {
+        Endpoint::Http => switchboard_proto::http::error_response(503, REASON, &[]),
+        Endpoint::Wire => {
+            let mut out = switchboard_proto::wire::PREFACE.to_vec();
+            switchboard_proto::wire::encode_go_away(0, "ERR_SERVER_AT_CAPACITY", REASON, &mut out);
+            out
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write_all(&mut stream, &response)).await;
+    let _ = stream.shutdown().await;
+}
+
+async fn write_all<S: crate::socket::Socket>(stream: &mut S, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        stream.writable().await?;
+        match stream.try_write_vectored(&[io::IoSlice::new(bytes)]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -97,6 +97,11 @@ pub struct Connection {
     pub outbound: Outbound,
     /// Whether it compresses (then it frames its own messages).
     pub deflate: bool,
+    /// A Switchboard protocol stream: what JavaScript sends is already
+    /// framed (protocol frames) and goes out as is.
+    pub raw: bool,
+    /// Speaks the Switchboard protocol (on a raw stream or over WebSocket).
+    pub wire: bool,
 }
 
 impl Connection {
@@ -127,7 +132,11 @@ impl Connection {
         if self.deflate {
             return self.enqueue_to_compress(bytes::Bytes::copy_from_slice(payload), binary);
         }
-        let (status, wake) = self.outbound.push_message(payload, binary);
+        let (status, wake) = if self.raw {
+            self.outbound.push_frame_copy(payload)
+        } else {
+            self.outbound.push_message(payload, binary)
+        };
         self.woken(wake);
         status
     }
@@ -201,6 +210,14 @@ impl Shared {
         framed: &bytes::Bytes,
         binary: bool,
     ) -> SendStatus {
+        if conn.wire {
+            // A channel's messages are plain WebSocket messages, which a
+            // protocol peer would read as broken frames. Delivering
+            // publishes to protocol connections as one-way MESSAGE frames
+            // needs the call id to come from the peer's own sequence; until
+            // that lands they are refused (and counted as dropped).
+            return SendStatus::Dropped;
+        }
         if conn.deflate {
             conn.enqueue_to_compress(payload.clone(), binary)
         } else {
@@ -270,19 +287,54 @@ impl Server {
         &self.shared
     }
 
-    /// Bind `addr` and start accepting; returns the bound address (useful
-    /// with port 0). Several listeners share this server's state.
+    /// Bind `addr` and start accepting HTTP and WebSocket connections;
+    /// returns the bound address (useful with port 0). Several listeners
+    /// share this server's state.
     pub fn listen(&self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        self.bind_tcp(addr, listener::Endpoint::Http)
+    }
+
+    /// Bind `addr` and accept Switchboard protocol connections on it.
+    pub fn listen_wire(&self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        self.bind_tcp(addr, listener::Endpoint::Wire)
+    }
+
+    /// Bind a Unix socket at `path` and accept Switchboard protocol
+    /// connections on it. A stale socket file at `path` is replaced.
+    pub fn listen_wire_unix(&self, path: &std::path::Path) -> io::Result<()> {
+        let runtime = self.running()?;
+        let _guard = runtime.as_ref().map(|r| r.enter());
+        if std::fs::symlink_metadata(path)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
+        {
+            std::fs::remove_file(path)?;
+        }
+        let listener = tokio::net::UnixListener::bind(path)?;
+        let shared = self.shared.clone();
+        self.shared
+            .tracker
+            .spawn(listener::accept_unix_loop(listener, shared));
+        Ok(())
+    }
+
+    fn running(&self) -> io::Result<parking_lot::MutexGuard<'_, Option<tokio::runtime::Runtime>>> {
         let runtime = self.runtime.lock();
-        let runtime = runtime
-            .as_ref()
-            .ok_or_else(|| io::Error::other("ERR_SERVER_CLOSED: the server was shut down"))?;
+        if runtime.is_none() {
+            return Err(io::Error::other(
+                "ERR_SERVER_CLOSED: the server was shut down",
+            ));
+        }
         if self.shared.stopping.is_cancelled() {
             return Err(io::Error::other(
                 "ERR_SERVER_CLOSED: the server is shutting down",
             ));
         }
-        let _guard = runtime.enter();
+        Ok(runtime)
+    }
+
+    fn bind_tcp(&self, addr: SocketAddr, endpoint: listener::Endpoint) -> io::Result<SocketAddr> {
+        let runtime = self.running()?;
+        let _guard = runtime.as_ref().map(|r| r.enter());
         let std_listener = std::net::TcpListener::bind(addr)?;
         std_listener.set_nonblocking(true)?;
         let local = std_listener.local_addr()?;
@@ -290,7 +342,7 @@ impl Server {
         let shared = self.shared.clone();
         self.shared
             .tracker
-            .spawn(listener::accept_loop(listener, shared));
+            .spawn(listener::accept_loop(listener, shared, endpoint));
         self.listening.lock().push(local);
         Ok(local)
     }

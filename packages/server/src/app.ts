@@ -8,6 +8,7 @@ import type { RouteOptions } from './options.js';
 import { nativeRoute } from './options.js';
 import { SwitchboardError } from './errors.js';
 import type { WebSocket } from './websocket.js';
+import { RpcService } from './rpc/service.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
 export interface UpgradeRequest {
@@ -59,6 +60,13 @@ export interface RegisteredRoute {
 export class App extends Operations {
   /** @internal */ readonly routes: RegisteredRoute[] = [];
   /** @internal */ readonly staticRoutes: NativeStaticRoute[] = [];
+  /**
+   * The handlers of Switchboard protocol calls (docs/protocol.md), for
+   * clients on protocol listeners (`listen([{ port, protocol: 'rpc' }])`)
+   * and on WebSocket routes with `rpc: true`.
+   */
+  readonly rpc = new RpcService();
+  private callTimeoutMs = 30_000;
 
   constructor(
     /** Index of the worker this app runs in (0 with `workers: 0`). */
@@ -87,6 +95,19 @@ export class App extends Operations {
     const body = typeof response.body === 'string' ? Buffer.from(response.body) : Buffer.from(response.body);
     this.staticRoutes.push({ path, contentType: response.contentType ?? 'text/html; charset=utf-8', body });
     return this;
+  }
+
+  /** Default timeout of the calls the server makes to clients, in seconds (0 = none). Default 30. */
+  set rpcCallTimeout(seconds: number) {
+    if (typeof seconds !== 'number' || !(seconds >= 0) || !Number.isFinite(seconds)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `rpcCallTimeout must be a number of seconds >= 0, got ${String(seconds)}`);
+    }
+    this.callTimeoutMs = Math.round(seconds * 1000);
+  }
+
+  /** @internal */
+  get rpcCallTimeoutMs(): number {
+    return this.callTimeoutMs;
   }
 
   /** @internal */

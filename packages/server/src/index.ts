@@ -7,7 +7,14 @@
  * await server.listen(8080);
  * ```
  */
-export { Server, type ListenAddress, type CloseOptions, type HandlerErrorInfo } from './server.js';
+export {
+  Server,
+  type ListenAddress,
+  type UnixListenAddress,
+  type ListenTarget,
+  type CloseOptions,
+  type HandlerErrorInfo,
+} from './server.js';
 export {
   App,
   defineApp,
@@ -24,5 +31,26 @@ export {
   type PublishTarget,
   type Stats,
 } from './operations.js';
-export type { ServerOptions, RouteOptions, CompressionOptions } from './options.js';
+export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions } from './options.js';
+export {
+  RpcService,
+  type RpcCall,
+  type RpcHandler,
+  type RpcMiddleware,
+  type RpcErrorHandler,
+} from './rpc/service.js';
+export { RpcConnection, type RpcTransport } from './rpc/connection.js';
+// The protocol's own vocabulary, so an app needs one import.
+export {
+  defineAction,
+  RpcError,
+  RemoteError,
+  RpcErrorCode,
+  openStream,
+  StreamWriter,
+  type IncomingStream,
+  type IncomingFile,
+  type FileSource,
+  type Action,
+} from 'switchboard-protocol';
 export { SwitchboardError, UpgradeRejection, ERROR_CODES, type ErrorCode } from './errors.js';

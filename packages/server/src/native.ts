@@ -29,6 +29,17 @@ export interface NativeRouteOptions {
   slowConsumer?: 'drop' | 'close';
   compression?: NativeCompressionOptions;
   allowedOrigins?: string[];
+  wire?: boolean;
+}
+
+export interface NativeWireOptions {
+  maxFrameSize?: number;
+  initialWindow?: number;
+  maxConcurrentCalls?: number;
+  heartbeatIntervalMs?: number;
+  codecs?: string[];
+  maxBackpressure?: number;
+  slowConsumer?: 'drop' | 'close';
 }
 
 export interface NativeStaticRoute {
@@ -48,6 +59,7 @@ export interface NativeServerOptions {
   upgradeTimeoutMs?: number;
   closeTimeoutMs?: number;
   maxWorkerQueueBytes?: number;
+  wire?: NativeWireOptions;
 }
 
 export interface NativeWorkerStats {
@@ -75,6 +87,8 @@ export interface NativeStats {
 export interface NativeServerHandle {
   readonly id: number;
   listen(host: string, port: number): { host: string; port: number };
+  listenWire(host: string, port: number): { host: string; port: number };
+  listenWireUnix(path: string): void;
   attachWorker(index: number, wake: () => void): void;
   detachWorker(index: number): void;
   end(connection: number, code: number, reason: string): boolean;

@@ -3,7 +3,8 @@
  * layer applies it when an option is left out, so it is written once, in
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
-import type { NativeRouteOptions, NativeServerOptions } from './native.js';
+import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-protocol';
+import type { NativeRouteOptions, NativeServerOptions, NativeWireOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 
 /** permessage-deflate (RFC 7692). Off unless given. */
@@ -44,6 +45,12 @@ export interface RouteOptions {
   compression?: boolean | CompressionOptions;
   /** Allowed `Origin` header values; empty or absent = any origin. Others get 403. */
   allowedOrigins?: string[];
+  /**
+   * Clients that choose the subprotocol `switchboard.v1` speak the
+   * Switchboard protocol and are served by the app's RPC service
+   * (`app.rpc`); others get this route's handlers. Default false.
+   */
+  rpc?: boolean;
 }
 
 /** Options of `new Server(options)`. */
@@ -73,6 +80,30 @@ export interface ServerOptions {
   watchdogTimeout?: number;
   /** Milliseconds between watchdog pings. Default 500. */
   watchdogInterval?: number;
+  /** The Switchboard protocol (RPC) connections' options. */
+  rpc?: RpcOptions;
+}
+
+/**
+ * Options of Switchboard protocol connections (docs/protocol.md), on
+ * protocol listeners and RPC WebSocket routes. The limits are announced to
+ * each client in the WELCOME and bind what it may send.
+ */
+export interface RpcOptions {
+  /** Largest frame body a client may send, in bytes (≥ 1024). Default 16 MiB: a 4 MiB payload fits; larger data belongs in streams. Over: the connection is closed with `ERR_PROTOCOL_FRAME_TOO_LARGE`. */
+  maxFrameSize?: number;
+  /** Credit granted to each stream a client sends, in bytes (≥ 1024). Default 1 MiB: enough to keep a loopback or LAN stream busy, and the most a slow handler buffers per stream. */
+  initialWindow?: number;
+  /** Calls from one client handled at once. Default 4096; more get `ERR_TOO_MANY_CALLS`. */
+  maxConcurrentCalls?: number;
+  /** Seconds between heartbeats on a quiet connection (0 = off); no data for twice as long closes it with `ERR_HEARTBEAT_TIMEOUT`. Default 30. */
+  heartbeatInterval?: number;
+  /** Payload codecs offered besides `raw`: `json`, `msgpack`. Default both; the client's preference decides. */
+  codecs?: string[];
+  /** Bytes queued for one protocol connection beyond which `slowConsumer` applies. Default 16 MiB (one maximal frame). */
+  maxBackpressure?: number;
+  /** `'drop'` or `'close'` (with `ERR_WS_SLOW_CONSUMER`), as for WebSocket routes. Default `'drop'`. */
+  slowConsumer?: 'drop' | 'close';
 }
 
 /** Defaults of the options the TypeScript layer applies itself. */
@@ -80,6 +111,7 @@ export const DEFAULTS = {
   watchdogTimeout: 3000,
   watchdogInterval: 500,
   drainTimeout: 5000,
+  rpcCodecs: ['json', 'msgpack'],
 } as const;
 
 function seconds(name: string, value: number | undefined): number | undefined {
@@ -119,6 +151,11 @@ export function nativeRoute(path: string, options: RouteOptions, hasUpgradeHook:
   set('slowConsumer', options.slowConsumer);
   if (options.compression) route.compression = options.compression === true ? {} : { ...options.compression };
   if (options.allowedOrigins) route.allowedOrigins = [...options.allowedOrigins];
+  if (options.rpc) {
+    route.wire = true;
+    // Offered first: a client asking for it means it.
+    route.protocols = [WEBSOCKET_SUBPROTOCOL, ...(route.protocols ?? []).filter((p) => p !== WEBSOCKET_SUBPROTOCOL)];
+  }
   return route;
 }
 
@@ -135,5 +172,35 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   set('upgradeTimeoutMs', seconds('upgradeTimeout', options.upgradeTimeout));
   set('closeTimeoutMs', seconds('closeTimeout', options.closeTimeout));
   set('maxWorkerQueueBytes', count('maxWorkerQueueBytes', options.maxWorkerQueueBytes));
+  out.wire = nativeWire(options.rpc ?? {});
+  return out;
+}
+
+function nativeWire(options: RpcOptions): NativeWireOptions {
+  if (options.slowConsumer !== undefined && options.slowConsumer !== 'drop' && options.slowConsumer !== 'close') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.slowConsumer must be 'drop' or 'close'`);
+  }
+  for (const name of ['maxFrameSize', 'initialWindow'] as const) {
+    const value = options[name];
+    if (value !== undefined && (!Number.isInteger(value) || value < 1024 || value > 0xffff_ffff)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.${name} must be an integer in 1024..2^32-1, got ${String(value)}`);
+    }
+  }
+  const codecs = options.codecs ?? [...DEFAULTS.rpcCodecs];
+  for (const codec of codecs) {
+    if (!findCodec(codec)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.codecs: unknown codec ${JSON.stringify(codec)} (raw, json, msgpack)`);
+    }
+  }
+  const out: NativeWireOptions = { codecs };
+  const set = <K extends keyof NativeWireOptions>(key: K, value: NativeWireOptions[K] | undefined) => {
+    if (value !== undefined) out[key] = value;
+  };
+  set('maxFrameSize', options.maxFrameSize);
+  set('initialWindow', options.initialWindow);
+  set('maxConcurrentCalls', count('rpc.maxConcurrentCalls', options.maxConcurrentCalls));
+  set('heartbeatIntervalMs', seconds('rpc.heartbeatInterval', options.heartbeatInterval));
+  set('maxBackpressure', count('rpc.maxBackpressure', options.maxBackpressure));
+  set('slowConsumer', options.slowConsumer);
   return out;
 }

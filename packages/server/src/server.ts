@@ -18,7 +18,21 @@ import { WorkerPool, type RouteTable } from './workers/pool.js';
 export interface ListenAddress {
   host: string;
   port: number;
+  /**
+   * What the port serves: `'http'` (the default: HTTP routes and WebSocket
+   * upgrades) or `'rpc'` (the Switchboard protocol from the first byte).
+   */
+  protocol?: 'http' | 'rpc';
 }
+
+/** A Unix socket serving the Switchboard protocol. */
+export interface UnixListenAddress {
+  path: string;
+  protocol: 'rpc';
+}
+
+/** Where to listen: a TCP address or a Unix socket path. */
+export type ListenTarget = ListenAddress | UnixListenAddress;
 
 export interface CloseOptions {
   /** Milliseconds to wait for connections to finish their closing handshake. Default 5000. */
@@ -30,6 +44,21 @@ export interface HandlerErrorInfo {
   worker: number;
   handler: string;
   connection: number;
+}
+
+function bind(handle: NativeServerHandle, address: ListenTarget): ListenTarget {
+  if ('path' in address) {
+    if (address.protocol !== 'rpc') {
+      throw new SwitchboardError('ERR_INVALID_OPTION', "a Unix socket serves the Switchboard protocol: give `protocol: 'rpc'`");
+    }
+    handle.listenWireUnix(address.path);
+    return { path: address.path, protocol: 'rpc' };
+  }
+  if (address.protocol === 'rpc') return { ...handle.listenWire(address.host, address.port), protocol: 'rpc' };
+  if (address.protocol !== undefined && address.protocol !== 'http') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `protocol must be 'http' or 'rpc', got ${JSON.stringify(address.protocol)}`);
+  }
+  return handle.listen(address.host, address.port);
 }
 
 function specifierOf(app: string | URL): string {
@@ -53,7 +82,7 @@ export class Server extends Operations {
   private pool: WorkerPool | undefined;
   private dispatcher: Dispatcher | undefined;
   private state: 'idle' | 'starting' | 'listening' | 'closing' | 'closed' = 'idle';
-  private bound: ListenAddress[] = [];
+  private bound: ListenTarget[] = [];
 
   constructor(options: ServerOptions = {}) {
     super();
@@ -87,11 +116,11 @@ export class Server extends Operations {
 
   /** The first listening port (0 before `listen`). */
   get port(): number {
-    return this.bound[0]?.port ?? 0;
+    return this.bound.find((a): a is ListenAddress => 'port' in a)?.port ?? 0;
   }
 
   /** Every address the server listens on. */
-  get addresses(): ListenAddress[] {
+  get addresses(): ListenTarget[] {
     return [...this.bound];
   }
 
@@ -99,7 +128,7 @@ export class Server extends Operations {
    * Start the workers and listen. `listen(port, host)` or a list of
    * addresses sharing one server state. Host defaults to 127.0.0.1.
    */
-  async listen(port: number | ListenAddress[] = 0, host = '127.0.0.1'): Promise<ListenAddress[]> {
+  async listen(port: number | ListenTarget[] = 0, host = '127.0.0.1'): Promise<ListenTarget[]> {
     if (this.state !== 'idle') {
       throw new SwitchboardError('ERR_ALREADY_LISTENING', `the server is ${this.state}`);
     }
@@ -107,7 +136,8 @@ export class Server extends Operations {
     const addresses = typeof port === 'number' ? [{ host, port }] : port;
     try {
       const table = await this.loadRoutes();
-      if (table.routes.length === 0 && table.staticRoutes.length === 0) {
+      const servesRpc = addresses.some((a) => a.protocol === 'rpc');
+      if (table.routes.length === 0 && table.staticRoutes.length === 0 && !servesRpc) {
         throw new SwitchboardError('ERR_NO_ROUTES', 'the app registered no route');
       }
       const handle = native.ServerHandle.create({
@@ -118,7 +148,7 @@ export class Server extends Operations {
       this.setHandle(handle);
       this.local.attach(handle);
       await this.attachWorkers(handle);
-      for (const address of addresses) this.bound.push(handle.listen(address.host, address.port));
+      for (const address of addresses) this.bound.push(bind(handle, address));
     } catch (error) {
       this.state = 'idle';
       await this.pool?.terminateAll();

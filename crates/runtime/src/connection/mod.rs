@@ -1,8 +1,11 @@
-//! One TCP connection from accept to close: the HTTP/1.1 request head, the
-//! WebSocket upgrade (with JavaScript's `upgrade` hook when the route has
-//! one), then the WebSocket session (`session.rs`).
+//! One connection from accept to close. On an HTTP listener: the HTTP/1.1
+//! request head, the WebSocket upgrade (with JavaScript's `upgrade` hook
+//! when the route has one), then the session (`session.rs`). On a protocol
+//! listener: the session at once, which reads the preface and HELLO
+//! (`wire.rs`).
 
 mod session;
+mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,13 +23,19 @@ use tokio::sync::oneshot;
 use crate::config::RouteConfig;
 use crate::events::{body, KIND_CLOSE, KIND_UPGRADE};
 use crate::server::{Shared, UpgradeDecision};
+use crate::socket::Socket;
 use crate::stats;
+pub(crate) use session::{transport, Dialect};
 
 /// What the session needs from the handshake.
 pub(crate) struct Accepted {
     pub id: u64,
     pub worker: usize,
-    pub route_index: usize,
+    /// The WebSocket route; none for a protocol listener.
+    pub route_index: Option<usize>,
+    pub dialect: Dialect,
+    /// See [`session::transport`].
+    pub transport: u8,
     pub remote: String,
     pub protocol: String,
     pub extensions: String,
@@ -59,6 +68,30 @@ pub async fn run(mut stream: TcpStream, remote: SocketAddr, shared: Arc<Shared>)
     session::run(stream, accepted, shared).await;
 }
 
+/// A connection on a protocol listener: no HTTP, the session reads the
+/// preface and HELLO itself (its handshake deadline is the server's
+/// `handshake_timeout`).
+pub(crate) async fn run_wire<S: Socket>(
+    stream: S,
+    remote: String,
+    shared: Arc<Shared>,
+    transport: u8,
+) {
+    let accepted = Accepted {
+        id: shared.next_id(),
+        worker: shared.pick_worker(),
+        route_index: None,
+        dialect: Dialect::Wire,
+        transport,
+        remote,
+        protocol: String::new(),
+        extensions: String::new(),
+        deflate: None,
+        leftover: Vec::new(),
+    };
+    session::run(stream, accepted, shared).await;
+}
+
 async fn reject(
     stream: &mut TcpStream,
     shared: &Shared,
@@ -69,7 +102,7 @@ async fn reject(
     stats::add(&shared.stats.handshakes_rejected, 1);
     let response = error_response(status, reason, headers);
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&response)).await;
-    let _ = stream.shutdown().await;
+    let _ = AsyncWriteExt::shutdown(stream).await;
 }
 
 /// Read the request head; `None` when the connection is done (rejected,
@@ -201,10 +234,17 @@ async fn handshake(
         }
         return None;
     }
+    let dialect = if route.wire && protocol == switchboard_proto::wire::SUBPROTOCOL {
+        Dialect::WireOverWebSocket
+    } else {
+        Dialect::WebSocket
+    };
     Some(Accepted {
         id,
         worker,
-        route_index,
+        route_index: Some(route_index),
+        dialect,
+        transport: transport::WEBSOCKET,
         remote,
         protocol,
         extensions,
@@ -280,7 +320,7 @@ async fn serve_plain(stream: &mut TcpStream, shared: &Shared, head: &RequestHead
                 response.extend_from_slice(&route.body);
             }
             let _ = stream.write_all(&response).await;
-            let _ = stream.shutdown().await;
+            let _ = AsyncWriteExt::shutdown(stream).await;
         }
         Some(_) => {
             reject(

@@ -8,20 +8,24 @@ import type { App, RegisteredRoute, UpgradeResponse } from '../app.js';
 import { type NativeServerHandle, native } from '../native.js';
 import { UpgradeRejection } from '../errors.js';
 import { WebSocket } from '../websocket.js';
+import { decodeFrame, type HelloFrame, type WelcomeFrame } from 'switchboard-protocol';
+import { RpcConnection } from '../rpc/connection.js';
 import {
   KIND_CLOSE,
   KIND_DRAIN,
   KIND_MESSAGE,
   KIND_OPEN,
+  KIND_RPC_OPEN,
   KIND_UPGRADE,
   type NativeEvent,
+  type RpcOpenEvent,
   type UpgradeEvent,
   decodeBatch,
 } from './events.js';
 
 /** A handler failure, as reported to the main thread. */
 export interface HandlerFailure {
-  handler: 'upgrade' | 'open' | 'message' | 'drain' | 'close';
+  handler: 'upgrade' | 'open' | 'message' | 'drain' | 'close' | 'rpc';
   connection: number;
   error: unknown;
 }
@@ -62,6 +66,8 @@ const DISPATCH_SLICE_MS = 20;
 
 export class Dispatcher {
   private readonly connections = new Map<number, ConnectionState>();
+  /** Switchboard protocol connections (their frames go to their peer). */
+  private readonly rpc = new Map<number, RpcConnection>();
   /** Data attached by `upgrade`, waiting for the connection's `open`. */
   private readonly upgraded = new Map<number, unknown>();
   /** The rest of a batch whose slice ran out (see `drain`). */
@@ -141,10 +147,19 @@ export class Dispatcher {
   }
 
   get openConnections(): number {
-    return this.connections.size;
+    return this.connections.size + this.rpc.size;
   }
 
   private onEvent(event: NativeEvent): void {
+    const rpc = this.rpc.get(event.id);
+    if (rpc) {
+      this.onRpcEvent(rpc, event);
+      return;
+    }
+    if (event.kind === KIND_RPC_OPEN) {
+      this.onRpcOpen(event);
+      return;
+    }
     if (event.kind === KIND_UPGRADE) {
       this.onUpgrade(event);
       return;
@@ -235,6 +250,50 @@ export class Dispatcher {
     if (!state.failed && event.kind !== KIND_CLOSE) {
       state.failed = true;
       this.handle.end(state.ws.id, 1011, 'ERR_HANDLER_FAILED');
+    }
+  }
+
+  private onRpcOpen(event: RpcOpenEvent): void {
+    const service = this.app.rpc;
+    const hello = decodeFrame(event.hello, 0, Number.MAX_SAFE_INTEGER)?.frame;
+    const welcome = decodeFrame(event.welcome, 0, Number.MAX_SAFE_INTEGER)?.frame;
+    if (hello?.type !== 'hello' || welcome?.type !== 'welcome') {
+      this.handle.end(event.id, 1002, 'ERR_PROTOCOL_HANDSHAKE');
+      return;
+    }
+    const connection = new RpcConnection({
+      handle: this.handle,
+      serverId: this.serverId,
+      id: event.id,
+      transport: event.transport,
+      remoteAddress: event.remoteAddress,
+      // Views into the batch: copy what the connection keeps for its life.
+      hello: { ...(hello as HelloFrame), seed: hello.seed.slice(), data: hello.data.slice() },
+      welcome: { ...(welcome as WelcomeFrame), seed: welcome.seed.slice() },
+      service,
+      defaultTimeoutMs: this.app.rpcCallTimeoutMs,
+      onHandlerError: (error, call) => this.report({ handler: 'rpc', connection: call.connection.id, error }),
+    });
+    this.rpc.set(event.id, connection);
+    try {
+      service.hooks.open?.(connection);
+    } catch (error) {
+      this.report({ handler: 'open', connection: event.id, error });
+      connection.close('ERR_HANDLER_FAILED');
+    }
+  }
+
+  private onRpcEvent(connection: RpcConnection, event: NativeEvent): void {
+    if (event.kind === KIND_MESSAGE) {
+      connection.receive(event.data);
+    } else if (event.kind === KIND_CLOSE) {
+      this.rpc.delete(event.id);
+      connection.closed(event.code, event.reason);
+      try {
+        this.app.rpc.hooks.close?.(connection, event.code, event.reason);
+      } catch (error) {
+        this.report({ handler: 'close', connection: event.id, error });
+      }
     }
   }
 

@@ -10,6 +10,7 @@ export const KIND_OPEN = 2;
 export const KIND_MESSAGE = 3;
 export const KIND_CLOSE = 4;
 export const KIND_DRAIN = 5;
+export const KIND_RPC_OPEN = 6;
 
 export interface UpgradeEvent {
   kind: typeof KIND_UPGRADE;
@@ -44,7 +45,22 @@ export interface DrainEvent {
   kind: typeof KIND_DRAIN;
   id: number;
 }
-export type NativeEvent = UpgradeEvent | OpenEvent | MessageEvent | CloseEvent | DrainEvent;
+/** A Switchboard protocol connection completed its handshake. */
+export interface RpcOpenEvent {
+  kind: typeof KIND_RPC_OPEN;
+  id: number;
+  /** The WebSocket route it came through; `NO_ROUTE` for a protocol listener. */
+  route: number;
+  /** 0 TCP, 1 Unix, 2 WebSocket. */
+  transport: number;
+  remoteAddress: string;
+  /** The client's HELLO frame. */
+  hello: Buffer;
+  /** The WELCOME frame the server answered with. */
+  welcome: Buffer;
+}
+export const NO_ROUTE = 0xffff;
+export type NativeEvent = UpgradeEvent | OpenEvent | MessageEvent | CloseEvent | DrainEvent | RpcOpenEvent;
 
 class Reader {
   offset: number;
@@ -124,6 +140,18 @@ export function decodeBatch(
       case KIND_DRAIN:
         onEvent({ kind, id: r.id() });
         break;
+      case KIND_RPC_OPEN: {
+        const id = r.id();
+        const route = r.u16();
+        const transport = batch[r.offset++]!;
+        const remoteAddress = r.str();
+        const helloLength = batch.readUInt32LE(r.offset);
+        const helloStart = r.offset + 4;
+        const hello = batch.subarray(helloStart, helloStart + helloLength);
+        const welcome = batch.subarray(helloStart + helloLength, end);
+        onEvent({ kind, id, route, transport, remoteAddress, hello, welcome });
+        break;
+      }
       case KIND_UPGRADE: {
         const id = r.id();
         const route = r.u16();

@@ -1,0 +1,202 @@
+//! The ordering rules of §4 that need memory of earlier frames but not of
+//! calls or streams: one [`SequenceCheck`] per direction of a connection.
+//!
+//! What it does not check, because that needs per-call or per-stream state
+//! which the connection layer (the TypeScript peer) owns: flow control
+//! (`ERR_PROTOCOL_FLOW_CONTROL`), file sizes (`ERR_PROTOCOL_FILE_SIZE`),
+//! responses to call ids never used and data on streams that are not open
+//! (`ERR_PROTOCOL_CALL_ID` / `ERR_PROTOCOL_STREAM_ID` there), timeouts.
+
+use super::error::WireError;
+use super::frame::Frame;
+
+/// Checks the frames one peer sends after the handshake, in arrival order:
+///
+/// - MESSAGE call ids start at 1 and increase strictly
+///   (`ERR_PROTOCOL_CALL_ID`);
+/// - STREAM_OPEN stream ids start at 1 and increase strictly
+///   (`ERR_PROTOCOL_STREAM_ID`);
+/// - a MESSAGE or RESPONSE with `n` attachments is followed by exactly `n`
+///   STREAM_OPEN frames, and a STREAM_OPEN anywhere else is
+///   `ERR_PROTOCOL_SEQUENCE`;
+/// - HELLO or WELCOME is `ERR_PROTOCOL_HANDSHAKE`.
+///
+/// After an error the connection is over; the state is then unspecified.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SequenceCheck {
+    /// The last MESSAGE call id (0 before the first).
+    last_call_id: u64,
+    /// The last STREAM_OPEN stream id (0 before the first).
+    last_stream_id: u64,
+    /// STREAM_OPEN frames still due after the last MESSAGE or RESPONSE.
+    pending_attachments: u8,
+}
+
+impl SequenceCheck {
+    /// A check for a peer that has sent nothing since its handshake.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The highest call id the peer has used (0 = none): what a GO_AWAY to
+    /// this peer reports once those calls are dispatched.
+    pub fn last_call_id(&self) -> u64 {
+        self.last_call_id
+    }
+
+    /// Whether STREAM_OPEN frames are still due: the last MESSAGE or
+    /// RESPONSE cannot be dispatched until they have arrived.
+    pub fn awaiting_attachments(&self) -> bool {
+        self.pending_attachments > 0
+    }
+
+    /// Checks the next frame received from the peer and records it.
+    pub fn check(&mut self, frame: &Frame<'_>) -> Result<(), WireError> {
+        match frame {
+            Frame::Hello(_) | Frame::Welcome(_) => {
+                return Err(WireError::Handshake("handshake frame after the handshake"));
+            }
+            Frame::StreamOpen { stream_id, .. } => {
+                if self.pending_attachments == 0 {
+                    return Err(WireError::Sequence(
+                        "STREAM_OPEN not right after a MESSAGE or RESPONSE with attachments",
+                    ));
+                }
+                if *stream_id <= self.last_stream_id {
+                    return Err(WireError::StreamId {
+                        stream_id: *stream_id,
+                        last: self.last_stream_id,
+                    });
+                }
+                self.last_stream_id = *stream_id;
+                self.pending_attachments -= 1;
+                return Ok(());
+            }
+            _ if self.pending_attachments > 0 => {
+                return Err(WireError::Sequence(
+                    "another frame before every attachment's STREAM_OPEN",
+                ));
+            }
+            _ => {}
+        }
+        match frame {
+            Frame::Message(m) => {
+                if m.call_id <= self.last_call_id {
+                    return Err(WireError::CallId {
+                        call_id: m.call_id,
+                        last: self.last_call_id,
+                    });
+                }
+                self.last_call_id = m.call_id;
+                self.pending_attachments = m.attachments;
+            }
+            Frame::Response(r) => self.pending_attachments = r.attachments,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Message, Response};
+
+    fn message(call_id: u64, attachments: u8) -> Frame<'static> {
+        Frame::Message(Message {
+            call_id,
+            expects_reply: true,
+            uuid: None,
+            attachments,
+            action: "a",
+            payload: &[],
+        })
+    }
+
+    fn open(stream_id: u64) -> Frame<'static> {
+        Frame::StreamOpen {
+            stream_id,
+            file: None,
+        }
+    }
+
+    fn run(frames: &[Frame<'_>]) -> Result<(), (usize, &'static str)> {
+        let mut check = SequenceCheck::new();
+        for (i, frame) in frames.iter().enumerate() {
+            check.check(frame).map_err(|e| (i, e.code()))?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn call_ids_increase_from_one() {
+        assert_eq!(run(&[message(1, 0), message(2, 0), message(10, 0)]), Ok(()));
+        assert_eq!(run(&[message(0, 0)]), Err((0, "ERR_PROTOCOL_CALL_ID")));
+        assert_eq!(
+            run(&[message(3, 0), message(3, 0)]),
+            Err((1, "ERR_PROTOCOL_CALL_ID"))
+        );
+        let mut check = SequenceCheck::new();
+        check.check(&message(7, 0)).unwrap();
+        assert_eq!(check.last_call_id(), 7);
+    }
+
+    #[test]
+    fn attachments_follow_at_once() {
+        let response = Frame::Response(Response {
+            call_id: 1,
+            last: true,
+            attachments: 1,
+            payload: &[],
+        });
+        assert_eq!(
+            run(&[message(1, 2), open(1), open(2), response.clone(), open(5)]),
+            Ok(())
+        );
+        assert_eq!(
+            run(&[message(1, 2), open(1), Frame::Heartbeat { pong: false }]),
+            Err((2, "ERR_PROTOCOL_SEQUENCE"))
+        );
+        assert_eq!(
+            run(&[message(1, 1), open(1), open(2)]),
+            Err((2, "ERR_PROTOCOL_SEQUENCE"))
+        );
+        assert_eq!(run(&[open(1)]), Err((0, "ERR_PROTOCOL_SEQUENCE")));
+        assert_eq!(
+            run(&[message(1, 1), open(0)]),
+            Err((1, "ERR_PROTOCOL_STREAM_ID"))
+        );
+        assert_eq!(
+            run(&[response, open(4), message(1, 1), open(4)]),
+            Err((3, "ERR_PROTOCOL_STREAM_ID"))
+        );
+        let mut check = SequenceCheck::new();
+        check.check(&message(1, 1)).unwrap();
+        assert!(check.awaiting_attachments());
+        check.check(&open(1)).unwrap();
+        assert!(!check.awaiting_attachments());
+    }
+
+    #[test]
+    fn no_second_handshake() {
+        let welcome = crate::wire::OwnedWelcome {
+            settings: crate::wire::Settings {
+                seed: [0; 16],
+                max_frame_size: 0,
+                initial_window: 0,
+                max_concurrent_calls: 0,
+                heartbeat_ms: 0,
+                features: 0,
+            },
+            codec: "raw".into(),
+            data: vec![],
+        };
+        assert_eq!(
+            SequenceCheck::new()
+                .check(&welcome.frame())
+                .unwrap_err()
+                .code(),
+            "ERR_PROTOCOL_HANDSHAKE"
+        );
+    }
+}

@@ -1,0 +1,82 @@
+/**
+ * The checks on frames from one peer that need memory of earlier frames
+ * but no knowledge of this side's own calls (docs/protocol.md §2, §4):
+ *
+ * - MESSAGE call ids start at 1 and increase strictly (ERR_PROTOCOL_CALL_ID);
+ * - STREAM_OPEN stream ids start at 1 and increase strictly
+ *   (ERR_PROTOCOL_STREAM_ID);
+ * - a MESSAGE or RESPONSE with n attachments is followed immediately by n
+ *   STREAM_OPEN frames, and STREAM_OPEN appears nowhere else
+ *   (ERR_PROTOCOL_SEQUENCE);
+ * - HELLO / WELCOME come only first (ERR_PROTOCOL_HANDSHAKE).
+ *
+ * One instance per connection, fed every frame received after the
+ * handshake. Checks that need this side's state (a response to a call id
+ * never used, data on a stream that is not open, credit) belong to the peer.
+ */
+
+import type { Frame } from './frames.js';
+import { ProtocolError } from './errors.js';
+
+export class SequenceCheck {
+  #lastCallId = 0;
+  #lastStreamId = 0;
+  /** STREAM_OPEN frames still owed by the last MESSAGE / RESPONSE. */
+  #pendingOpens = 0;
+
+  /**
+   * Checks the next frame received; throws ProtocolError on a violation.
+   * The rules apply in the Rust codec's order (crates/proto/src/wire/
+   * sequence.rs), so both name the same violation: a handshake frame first,
+   * then STREAM_OPEN's place and id, then anything else while attachments
+   * are due, then call ids.
+   */
+  check(frame: Frame): void {
+    switch (frame.type) {
+      case 'hello':
+      case 'welcome':
+        throw new ProtocolError('ERR_PROTOCOL_HANDSHAKE', `${frame.type.toUpperCase()} after the handshake`);
+      case 'streamOpen':
+        if (this.#pendingOpens === 0) {
+          throw new ProtocolError('ERR_PROTOCOL_SEQUENCE', 'STREAM_OPEN that does not follow a MESSAGE or RESPONSE with attachments');
+        }
+        this.#checkStreamId(frame.streamId);
+        this.#pendingOpens--;
+        return;
+      default:
+        break;
+    }
+    if (this.#pendingOpens > 0) {
+      throw new ProtocolError(
+        'ERR_PROTOCOL_SEQUENCE',
+        `a ${frame.type} frame where ${this.#pendingOpens} more STREAM_OPEN frame(s) were due`,
+      );
+    }
+    if (frame.type === 'message') {
+      if (frame.callId <= this.#lastCallId) {
+        throw new ProtocolError(
+          'ERR_PROTOCOL_CALL_ID',
+          frame.callId === 0
+            ? 'MESSAGE with call id 0 (call ids start at 1)'
+            : `MESSAGE call id ${frame.callId} does not increase (last was ${this.#lastCallId})`,
+        );
+      }
+      this.#lastCallId = frame.callId;
+      this.#pendingOpens = frame.attachments;
+    } else if (frame.type === 'response') {
+      this.#pendingOpens = frame.attachments;
+    }
+  }
+
+  #checkStreamId(streamId: number): void {
+    if (streamId <= this.#lastStreamId) {
+      throw new ProtocolError(
+        'ERR_PROTOCOL_STREAM_ID',
+        streamId === 0
+          ? 'STREAM_OPEN with stream id 0 (stream ids start at 1)'
+          : `STREAM_OPEN stream id ${streamId} does not increase (last was ${this.#lastStreamId})`,
+      );
+    }
+    this.#lastStreamId = streamId;
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The peer's way out: frames are encoded at once (so later changes to a
+ * caller's buffers cannot alter them) and the small ones written in the
+ * same tick are concatenated into one `write`.
+ */
+
+import type { Frame } from '../codec/index.js';
+import { encodeFrame } from '../codec/index.js';
+
+/** Frames at least this large are written on their own, without a copy. */
+const DIRECT_WRITE = 16 * 1024;
+/** A batch is written as soon as it holds this much. */
+const MAX_BATCH = 64 * 1024;
+
+export class FrameOutput {
+  private parts: Uint8Array[] = [];
+  private size = 0;
+  private scheduled = false;
+  private closed = false;
+  private readonly flushTask = (): void => {
+    this.scheduled = false;
+    this.flush();
+  };
+
+  constructor(
+    private readonly sink: (bytes: Uint8Array) => void,
+    private readonly batch: boolean,
+    private readonly onWriteError: (error: unknown) => void,
+  ) {}
+
+  send(frame: Frame): void {
+    if (this.closed) return;
+    const bytes = encodeFrame(frame);
+    if (!this.batch || bytes.length >= DIRECT_WRITE) {
+      this.flush();
+      this.write(bytes);
+      return;
+    }
+    this.parts.push(bytes);
+    this.size += bytes.length;
+    if (this.size >= MAX_BATCH) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(this.flushTask);
+    }
+  }
+
+  /** Writes what is batched now. */
+  flush(): void {
+    const parts = this.parts;
+    if (parts.length === 0) return;
+    let bytes: Uint8Array;
+    if (parts.length === 1) {
+      bytes = parts[0]!;
+    } else {
+      bytes = new Uint8Array(this.size);
+      let offset = 0;
+      for (const part of parts) {
+        bytes.set(part, offset);
+        offset += part.length;
+      }
+    }
+    this.parts = [];
+    this.size = 0;
+    this.write(bytes);
+  }
+
+  /** Drops what is batched and writes nothing more. */
+  close(): void {
+    this.closed = true;
+    this.parts = [];
+    this.size = 0;
+  }
+
+  private write(bytes: Uint8Array): void {
+    if (this.closed) return;
+    try {
+      this.sink(bytes);
+    } catch (error) {
+      this.onWriteError(error);
+    }
+  }
+}

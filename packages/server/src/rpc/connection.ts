@@ -1,0 +1,141 @@
+/**
+ * One Switchboard protocol connection as a worker sees it: the shared
+ * `Peer` (switchboard-protocol) fed with the frames the native core checked
+ * and delivered, writing through the native `send`. The native side has
+ * already done the handshake and answers heartbeats; everything else
+ * (calls in both directions, streams, flow control, cancellation) is the
+ * peer's, the same code the client runs.
+ */
+import {
+  type Action,
+  type CallOptions,
+  type NotifyOptions,
+  Peer,
+  type PeerStats,
+  type RpcResponse,
+  RpcError,
+  RpcErrorCode,
+  decodeFrame,
+  findCodec,
+  rawCodec,
+  type HelloFrame,
+  type WelcomeFrame,
+  ProtocolError,
+} from 'switchboard-protocol';
+import { native, type NativeServerHandle } from '../native.js';
+import type { RpcCall, RpcService } from './service.js';
+
+/** How the connection reached the server. */
+export type RpcTransport = 'tcp' | 'unix' | 'websocket';
+const TRANSPORTS: readonly RpcTransport[] = ['tcp', 'unix', 'websocket'];
+
+export interface RpcConnectionInit {
+  handle: NativeServerHandle;
+  serverId: number;
+  id: number;
+  transport: number;
+  remoteAddress: string;
+  hello: HelloFrame;
+  welcome: WelcomeFrame;
+  service: RpcService;
+  defaultTimeoutMs: number;
+  onHandlerError(error: unknown, call: RpcCall): void;
+}
+
+export class RpcConnection<UserData = unknown> {
+  readonly id: number;
+  readonly transport: RpcTransport;
+  readonly remoteAddress: string;
+  /** The payload codec negotiated (`raw`, `json`, `msgpack`). */
+  readonly codec: string;
+  /** The connect data the client sent in its HELLO (a token, for instance). */
+  readonly connectData: Uint8Array;
+  /** Your own data for this connection. */
+  data: UserData | undefined;
+  /** @internal */ readonly peer: Peer;
+  private readonly handle: NativeServerHandle;
+
+  constructor(init: RpcConnectionInit) {
+    this.id = init.id;
+    this.handle = init.handle;
+    this.transport = TRANSPORTS[init.transport] ?? 'tcp';
+    this.remoteAddress = init.remoteAddress;
+    this.codec = init.welcome.codec;
+    this.connectData = init.hello.data;
+    const { serverId, id } = init;
+    this.peer = new Peer({
+      local: init.welcome,
+      remote: init.hello,
+      // The native side only accepts codecs the options listed, all known here.
+      codec: findCodec(init.welcome.codec) ?? rawCodec,
+      defaultTimeoutMs: init.defaultTimeoutMs,
+      // A closed connection drops the bytes; its close event follows and
+      // closes the peer.
+      write: (bytes) => void native.send(serverId, id, bytes, true),
+      handler: (call) => init.service.dispatch(Object.assign(call, { connection: this }) as RpcCall),
+      onProtocolError: (error) => this.handle.end(id, 1002, `${error.code}: ${error.message}`),
+      onHandlerError: (error, call) => {
+        // A one-way message to an unknown action is the client's mistake,
+        // not a failure of the server's code.
+        if (error instanceof RpcError && error.code === RpcErrorCode.NotImplemented) return;
+        init.onHandlerError(error, call as RpcCall);
+      },
+    });
+  }
+
+  /** @internal A frame the native side delivered (already checked). */
+  receive(bytes: Uint8Array): void {
+    let decoded;
+    try {
+      decoded = decodeFrame(bytes, 0, Number.MAX_SAFE_INTEGER);
+    } catch (error) {
+      // The native decoder accepted it, so this is a bug on one side:
+      // close rather than guess.
+      const code = error instanceof ProtocolError ? error.code : 'ERR_PROTOCOL_MALFORMED';
+      this.handle.end(this.id, 1002, code);
+      return;
+    }
+    if (decoded) this.peer.receive(decoded.frame);
+  }
+
+  /** @internal The connection ended. */
+  closed(code: number, reason: string): void {
+    this.peer.close(new Error(`connection closed (${code}${reason ? ` ${reason}` : ''})`));
+  }
+
+  /** Call the client (it must serve calls: its HELLO's `maxConcurrentCalls` > 0). */
+  call<Req, Res>(action: string | Action<Req, Res>, payload?: Req, options?: CallOptions): Promise<Res> {
+    return this.peer.call(action as Action<unknown, unknown>, payload, options) as Promise<Res>;
+  }
+
+  request(action: string | Action<unknown, unknown>, payload?: unknown, options?: CallOptions): Promise<RpcResponse> {
+    return this.peer.request(action as string, payload, options);
+  }
+
+  callMany(action: string | Action<unknown, unknown>, payload?: unknown, options?: CallOptions): AsyncIterableIterator<unknown> {
+    return this.peer.callMany(action as string, payload, options);
+  }
+
+  /** A one-way message to the client. */
+  notify(action: string | Action<unknown, unknown>, payload?: unknown, options?: NotifyOptions): void {
+    this.peer.notify(action as string, payload, options);
+  }
+
+  /** Ask the client to go: GO_AWAY now, then close once its calls are done (or after the close timeout). */
+  goAway(message = ''): void {
+    this.peer.goAway(RpcErrorCode.GoingAway, message);
+  }
+
+  /** Close at once with a GO_AWAY carrying `code` (an `ERR_*` code). */
+  close(code = 'ERR_GOING_AWAY', message = ''): void {
+    this.handle.end(this.id, 1000, message ? `${code}: ${message}` : code);
+  }
+
+  get isOpen(): boolean {
+    return !this.peer.isClosed;
+  }
+
+  stats(): PeerStats {
+    return this.peer.stats();
+  }
+}
