@@ -15,7 +15,8 @@ export async function errorCatalog() {
   for (const e of addon.errorCatalog()) byCode.set(e.code, e);
   // Errors of calls and streams (switchboard-protocol), on both ends.
   const { RPC_ERROR_DESCRIPTIONS } = await import('switchboard-protocol');
-  for (const [code, description] of Object.entries(RPC_ERROR_DESCRIPTIONS)) {
+  const { CLIENT_ERROR_DESCRIPTIONS } = await import('switchboard-client');
+  for (const [code, description] of Object.entries({ ...RPC_ERROR_DESCRIPTIONS, ...CLIENT_ERROR_DESCRIPTIONS })) {
     if (!byCode.has(code)) byCode.set(code, { code, kind: 'throw', value: 0, description });
   }
   for (const [code, e] of Object.entries(ERROR_CODES)) byCode.set(code, { code, ...e });

@@ -9,8 +9,8 @@ import { HELLO, PREFACE, encodeFrame, handshake, rawConnect } from './raw.mjs';
 async function startRpc(options = {}) {
   const server = new Server({ workers: 0, ...options });
   const closes = [];
-  server.local.rpc.action('echo', (call) => call.decode());
-  server.local.rpc.onClose((connection, code, reason) => closes.push({ id: connection.id, code, reason }));
+  server.rpc.action('echo', (call) => call.decode());
+  server.rpc.onClose((connection, code, reason) => closes.push({ id: connection.id, code, reason }));
   const [address] = await server.listen([{ host: '127.0.0.1', port: 0, protocol: 'rpc' }]);
   return { server, port: address.port, closes };
 }
@@ -163,7 +163,7 @@ test('a payload arriving one byte at a time is delivered whole', async (t) => {
 test('shutdown sends GO_AWAY and lets an in-flight call finish', async () => {
   const server = new Server({ workers: 0 });
   let release;
-  server.local.rpc.action('slow', () => new Promise((resolve) => (release = resolve)));
+  server.rpc.action('slow', () => new Promise((resolve) => (release = resolve)));
   const [address] = await server.listen([{ host: '127.0.0.1', port: 0, protocol: 'rpc' }]);
   const { socket } = await handshake(address.port);
   socket.write(encodeFrame({ type: 'message', callId: 3, expectsReply: true, uuid: null, attachments: 0, action: 'slow', payload: new Uint8Array() }));

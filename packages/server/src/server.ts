@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { App, type WebSocketBehavior } from './app.js';
+import type { RpcService } from './rpc/service.js';
 import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
 import { loadApp } from './internal/protocol.js';
@@ -106,6 +107,20 @@ export class Server extends Operations {
     }
     this.local.ws(path, behavior);
     return this;
+  }
+
+  /**
+   * The RPC service of the main thread (with `workers: 0`): register
+   * Switchboard protocol actions inline, as `app.rpc` does in app modules.
+   */
+  get rpc(): RpcService {
+    if (this.workerCount > 0) {
+      throw new SwitchboardError(
+        'ERR_INVALID_OPTION',
+        'inline RPC handlers run on the main thread: use `workers: 0`, or register them on `app.rpc` in the app module',
+      );
+    }
+    return this.local.rpc;
   }
 
   /** Answer `GET path` with a fixed body (main-thread registration). */

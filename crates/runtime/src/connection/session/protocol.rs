@@ -138,18 +138,20 @@ impl Context {
     pub(super) fn wire_failed(&mut self, error: WireError) {
         stats::add(&self.shared.stats.protocol_errors, 1);
         self.finished_reading = true;
-        if !self.close_sent {
-            self.drop_unsent();
-            self.push_go_away(error.code(), &error.to_string());
-            if self.dialect == Dialect::Wire {
-                // The GO_AWAY was the last frame: the stream just ends.
-                self.close_sent = true;
-                self.result
-                    .get_or_insert((error.ws_close_code(), error.code().to_owned()));
-                return;
-            }
+        if self.close_sent {
+            return;
         }
-        self.fail(error.ws_close_code(), error.code());
+        // What was queued is dropped (as `fail` does); the GO_AWAY says why.
+        self.drop_unsent();
+        self.push_go_away(error.code(), &error.to_string());
+        if self.dialect == Dialect::Wire {
+            // The GO_AWAY was the last frame: the stream just ends.
+            self.close_sent = true;
+            self.result
+                .get_or_insert((error.ws_close_code(), error.code().to_owned()));
+        } else {
+            self.send_close(error.ws_close_code(), error.code());
+        }
     }
 
     pub(super) fn push_go_away(&mut self, code: &str, message: &str) {

@@ -1,0 +1,70 @@
+// Compile-time checks of the public API as a browser application sees it
+// (DOM lib, no Node types). Run by tests/client/types.test.mjs.
+import type { IncomingCall, RpcResponse, WebSocketConstructor } from '../src/index.js';
+import { Client, ConnectionState, connect, defineAction, webSocketTransport } from '../src/index.js';
+
+type Assert<T extends true> = T;
+type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+// The browser's WebSocket class is a WebSocketConstructor.
+export const browserWebSocket: WebSocketConstructor = WebSocket;
+
+interface MathApi {
+  add(a: number, b: number): number;
+  slow(ms: number): Promise<string>;
+}
+
+export async function usage(): Promise<void> {
+  const client = new Client({ transport: webSocketTransport('wss://example.com/rpc'), reconnect: { maxAttempts: 5 } });
+  const viaConnect: Client = await connect('wss://example.com/rpc', { connectData: () => 'token', defaultTimeoutMs: 5000 });
+  void viaConnect;
+
+  // Typed actions: payload and result types flow through.
+  const add = defineAction<{ a: number; b: number }, number>('add');
+  const sum = await client.call(add, { a: 1, b: 2 }, { timeoutMs: 100 });
+  type SumIsNumber = Assert<Equals<typeof sum, number>>;
+  // @ts-expect-error: the payload type is checked
+  await client.call(add, { a: 'one', b: 2 });
+  const ping = defineAction<void, string>('ping');
+  const pong: string = await client.call(ping);
+  void pong;
+
+  // Untyped calls: unknown unless asked.
+  const value = await client.call('echo', { x: 1 });
+  type ValueIsUnknown = Assert<Equals<typeof value, unknown>>;
+  const text = await client.call<string>('echo', 'x');
+  void text.length;
+  const response: RpcResponse = await client.request('echo', 1);
+  void response.files;
+  for await (const item of client.callMany<number>('count', 3)) void (item + 1);
+
+  // Handlers for the server's calls.
+  const double = defineAction<number, number>('double');
+  const off = client.handle(double, (n: number, call: IncomingCall) => (call.cancelled ? 0 : n * 2));
+  off();
+  client.handle<{ name: string }>('greet', ({ name }) => `hello ${name}`);
+  // @ts-expect-error: a typed action's handler returns its response type
+  client.handle(double, () => 'not a number');
+  client.setHandler(null);
+
+  // wrap(): methods as promises.
+  const api = client.wrap<MathApi>();
+  const three = await api.add(1, 2);
+  type ThreeIsNumber = Assert<Equals<typeof three, number>>;
+  const later = await api.slow(5);
+  type LaterIsString = Assert<Equals<typeof later, string>>;
+
+  // State and events.
+  const state: ConnectionState = client.state;
+  if (state === ConnectionState.Reconnecting) void 0;
+  client.on('disconnect', (event) => void (event.code + String(event.willReconnect)));
+  client.on('reconnecting', (event) => void (event.attempt + event.delayMs));
+  client.on('closed', (event) => void event.code);
+  // @ts-expect-error: no such event
+  client.on('nope', () => {});
+  await client.ready;
+  await client.close({ timeoutMs: 1000 });
+
+  const checks: [SumIsNumber, ValueIsUnknown, ThreeIsNumber, LaterIsString] = [true, true, true, true];
+  void checks;
+}

@@ -1,0 +1,138 @@
+// The core entry point of switchboard-client in a real headless Chromium:
+// loaded as plain ES modules (an import map, no bundler), it connects over
+// the browser's own WebSocket to the reference server, calls, is called
+// back, streams, and reconnects after a drop.
+//
+// Needs /usr/bin/chromium (scripts/setup-browser.sh installs it; the test
+// runs it first) and the playwright-core devDependency.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { once } from 'node:events';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startReferenceServer } from './reference-server.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const CHROMIUM = '/usr/bin/chromium';
+
+/** Serves the page and the three packages' ES modules. */
+async function startStaticServer(page) {
+  const mounts = {
+    '/client/': path.join(root, 'packages', 'client', 'dist'),
+    '/protocol/': path.join(root, 'packages', 'protocol', 'dist'),
+    '/msgpackr/': path.join(root, 'node_modules', 'msgpackr'),
+  };
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    if (url.pathname === '/') {
+      res.writeHead(200, { 'content-type': 'text/html' }).end(page);
+      return;
+    }
+    for (const [prefix, dir] of Object.entries(mounts)) {
+      if (!url.pathname.startsWith(prefix)) continue;
+      const file = path.join(dir, url.pathname.slice(prefix.length));
+      if (!file.startsWith(dir) || !existsSync(file)) break;
+      res.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(file));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return server;
+}
+
+const script = (wsUrl) => `
+import { Client, ConnectionState, connect, openStream, webSocketTransport } from 'switchboard-client';
+const results = {};
+try {
+  const client = await connect(${JSON.stringify(wsUrl)}, { reconnect: { initialDelayMs: 20 } });
+  results.codec = client.server.codec;
+  results.add = await client.call('add', [2, 40]);
+  client.handle('client.where', () => navigator.userAgent.includes('Chrome') ? 'in chromium' : 'elsewhere');
+  results.callback = await client.call('askClient', { action: 'client.where' });
+  const writer = openStream();
+  const upload = client.call('upload', null, { stream: writer });
+  await writer.write('streamed ');
+  await writer.write(new TextEncoder().encode('from the page'));
+  writer.end();
+  results.upload = await upload;
+  const states = [];
+  client.on('statechange', ({ state }) => states.push(state));
+  const dropped = client.call('drop').catch((e) => e.code);
+  results.dropped = await dropped;
+  results.afterDrop = await client.call('add', [1, 1]); // waits for the reconnect
+  results.states = [...states];
+  results.open = client.state === ConnectionState.Open;
+  await client.close();
+  results.closed = client.state;
+} catch (error) {
+  results.error = String(error && error.stack || error);
+}
+window.results = results;
+`;
+
+test('the core runs in Chromium over its native WebSocket', { timeout: 11 * 60_000 }, async () => {
+  // Chromium comes from the project's own setup script, as for the chat test.
+  const setup = spawnSync('bash', [path.join(root, 'scripts', 'setup-browser.sh')], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 10 * 60_000,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+  assert.equal(setup.status, 0, `scripts/setup-browser.sh failed:\n${setup.stdout}\n${setup.stderr}${setup.error ?? ''}`);
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing after setup`);
+  const rpc = await startReferenceServer('ws', {
+    handlers: {
+      add: (call) => {
+        const [a, b] = call.decode();
+        return a + b;
+      },
+      askClient: async (call, conn) => conn.peer.call(call.decode().action),
+      upload: async (call) => call.stream.text(),
+      drop: (call, conn) => {
+        setTimeout(() => conn.drop(), 10);
+        return new Promise(() => {});
+      },
+    },
+  });
+  const page = `<!doctype html><html><head>
+<script type="importmap">${JSON.stringify({
+    imports: { 'switchboard-client': '/client/index.js', 'switchboard-protocol': '/protocol/index.js', msgpackr: '/msgpackr/index.js' },
+  })}</script>
+<script type="module">${script(rpc.url)}</script></head><body></body></html>`;
+  const web = await startStaticServer(page);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    timeout: 30_000,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+  });
+  try {
+    const tab = await browser.newPage();
+    const errors = [];
+    tab.on('pageerror', (error) => errors.push(String(error)));
+    await tab.goto(`http://127.0.0.1:${web.address().port}/`);
+    await tab.waitForFunction(() => window.results !== undefined, null, { timeout: 15_000 });
+    const results = await tab.evaluate(() => window.results);
+    assert.deepEqual(errors, []);
+    assert.equal(results.error, undefined, results.error);
+    assert.equal(results.codec, 'msgpack');
+    assert.equal(results.add, 42);
+    assert.equal(results.callback, 'in chromium');
+    assert.equal(results.upload, 'streamed from the page');
+    assert.equal(results.dropped, 'ERR_DISCONNECTED');
+    assert.equal(results.afterDrop, 2);
+    assert.deepEqual(results.states, ['reconnecting', 'open']);
+    assert.equal(results.open, true);
+    assert.equal(results.closed, 'closed');
+    assert.equal(rpc.connections.length, 2);
+  } finally {
+    await browser.close();
+    web.close();
+    await rpc.close();
+  }
+});
