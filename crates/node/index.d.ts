@@ -182,7 +182,6 @@ export interface WireOptions {
   /** Codec names spoken besides `raw`. */
   codecs?: Array<string>
   maxBackpressure?: number
-  slowConsumer?: string
 }
 
 /** Counters of one worker. */

@@ -179,3 +179,22 @@ test('shutdown sends GO_AWAY and lets an in-flight call finish', async () => {
   socket.end();
   await closing;
 });
+
+test('a client that stops reading is closed, never sent a frame short', async (t) => {
+  const { server, port, closes } = await startRpc({ rpc: { maxBackpressure: 256 * 1024 } });
+  t.after(() => server.close());
+  server.rpc.action('flood', (call) => {
+    const chunk = new Uint8Array(32 * 1024);
+    // Far more than the limit and the socket buffers together.
+    for (let i = 0; i < 2000 && !call.signal.aborted; i++) call.respondRaw(chunk, { last: false });
+    call.end();
+  });
+  const { socket } = await handshake(port);
+  socket.pause();
+  socket.write(encodeFrame({ type: 'message', callId: 1, expectsReply: true, uuid: null, attachments: 0, action: 'flood', payload: new Uint8Array() }));
+  const deadline = Date.now() + 5000;
+  while (closes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(closes[0]?.reason, 'ERR_WS_SLOW_CONSUMER');
+  socket.destroy();
+  await assertServes(port);
+});

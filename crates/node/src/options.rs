@@ -75,7 +75,6 @@ pub struct WireOptions {
     /// Codec names spoken besides `raw`.
     pub codecs: Option<Vec<String>>,
     pub max_backpressure: Option<u32>,
-    pub slow_consumer: Option<String>,
 }
 
 fn invalid(message: String) -> Error {
@@ -194,7 +193,6 @@ fn wire(options: WireOptions) -> Result<WireConfig> {
     if let Some(v) = options.max_backpressure {
         config.max_backpressure = v as usize;
     }
-    config.slow_consumer = slow_consumer(options.slow_consumer.as_deref())?;
     Ok(config)
 }
 

@@ -102,13 +102,15 @@ pub struct WireConfig {
     /// Limits, heartbeat, features and codecs announced in every WELCOME;
     /// defaults in [`ServerSettings`] say why.
     pub settings: ServerSettings,
-    /// Bytes a protocol connection may have queued for writing before
-    /// `slow_consumer` applies. Default 16 MiB: one maximal frame (the
-    /// default `max_frame_size`) must fit.
+    /// Bytes a protocol connection may have queued for writing; past it
+    /// the connection is closed (`ERR_WS_SLOW_CONSUMER`). A protocol stream
+    /// cannot drop a frame the way a WebSocket can drop a message: a lost
+    /// response or stream chunk would corrupt the peer's state, so the
+    /// policy is always `Close`. Stream data is bounded by the client's
+    /// credit; this bounds responses to a client that stopped reading.
+    /// Default 16 MiB: one maximal frame (the default `max_frame_size`)
+    /// fits.
     pub max_backpressure: usize,
-    /// Default `Drop`: the peer's flow control, not the queue, is what
-    /// normally bounds a protocol connection.
-    pub slow_consumer: SlowConsumerPolicy,
 }
 
 impl Default for WireConfig {
@@ -116,7 +118,6 @@ impl Default for WireConfig {
         Self {
             settings: ServerSettings::default(),
             max_backpressure: 16 * 1024 * 1024,
-            slow_consumer: SlowConsumerPolicy::Drop,
         }
     }
 }

@@ -39,7 +39,6 @@ export interface NativeWireOptions {
   heartbeatIntervalMs?: number;
   codecs?: string[];
   maxBackpressure?: number;
-  slowConsumer?: 'drop' | 'close';
 }
 
 export interface NativeStaticRoute {

@@ -100,10 +100,13 @@ export interface RpcOptions {
   heartbeatInterval?: number;
   /** Payload codecs offered besides `raw`: `json`, `msgpack`. Default both; the client's preference decides. */
   codecs?: string[];
-  /** Bytes queued for one protocol connection beyond which `slowConsumer` applies. Default 16 MiB (one maximal frame). */
+  /**
+   * Bytes queued for one protocol connection beyond which it is closed
+   * (`ERR_WS_SLOW_CONSUMER`): a protocol connection never drops a frame,
+   * which would corrupt the client's view of its calls. Default 16 MiB
+   * (one maximal frame).
+   */
   maxBackpressure?: number;
-  /** `'drop'` or `'close'` (with `ERR_WS_SLOW_CONSUMER`), as for WebSocket routes. Default `'drop'`. */
-  slowConsumer?: 'drop' | 'close';
 }
 
 /** Defaults of the options the TypeScript layer applies itself. */
@@ -177,9 +180,6 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
 }
 
 function nativeWire(options: RpcOptions): NativeWireOptions {
-  if (options.slowConsumer !== undefined && options.slowConsumer !== 'drop' && options.slowConsumer !== 'close') {
-    throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.slowConsumer must be 'drop' or 'close'`);
-  }
   for (const name of ['maxFrameSize', 'initialWindow'] as const) {
     const value = options[name];
     if (value !== undefined && (!Number.isInteger(value) || value < 1024 || value > 0xffff_ffff)) {
@@ -201,6 +201,5 @@ function nativeWire(options: RpcOptions): NativeWireOptions {
   set('maxConcurrentCalls', count('rpc.maxConcurrentCalls', options.maxConcurrentCalls));
   set('heartbeatIntervalMs', seconds('rpc.heartbeatInterval', options.heartbeatInterval));
   set('maxBackpressure', count('rpc.maxBackpressure', options.maxBackpressure));
-  set('slowConsumer', options.slowConsumer);
   return out;
 }

@@ -28,6 +28,7 @@ mod writer;
 
 use super::wire::{random_seed, WireEvent, WireReader};
 use super::Accepted;
+use crate::config::SlowConsumerPolicy;
 use crate::events::{body, EventQueue, KIND_CLOSE, KIND_MESSAGE, KIND_OPEN};
 use crate::outbound::Outbound;
 use crate::server::{Connection, Shared};
@@ -76,9 +77,11 @@ thread_local! {
 pub(super) async fn run<S: Socket>(stream: S, accepted: Accepted, shared: Arc<Shared>) {
     let route = accepted.route_index.map(|i| &shared.config.routes[i]);
     let wire_config = &shared.config.wire;
-    let (max_backpressure, slow_consumer) = match route {
-        Some(route) => (route.max_backpressure, route.slow_consumer),
-        None => (wire_config.max_backpressure, wire_config.slow_consumer),
+    let (max_backpressure, slow_consumer) = match (route, accepted.dialect) {
+        (Some(route), Dialect::WebSocket) => (route.max_backpressure, route.slow_consumer),
+        // A protocol connection never drops a frame (see `WireConfig`).
+        (Some(route), _) => (route.max_backpressure, SlowConsumerPolicy::Close),
+        (None, _) => (wire_config.max_backpressure, SlowConsumerPolicy::Close),
     };
     let connection = Arc::new(Connection {
         id: accepted.id,

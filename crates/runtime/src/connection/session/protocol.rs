@@ -145,10 +145,7 @@ impl Context {
         self.drop_unsent();
         self.push_go_away(error.code(), &error.to_string());
         if self.dialect == Dialect::Wire {
-            // The GO_AWAY was the last frame: the stream just ends.
-            self.close_sent = true;
-            self.result
-                .get_or_insert((error.ws_close_code(), error.code().to_owned()));
+            self.last_frame_queued(error.ws_close_code(), error.code());
         } else {
             self.send_close(error.ws_close_code(), error.code());
         }

@@ -32,9 +32,7 @@ impl Context {
             // code is the reason's `ERR_*` code, then the end of the stream.
             let wire_code = reason.split(':').next().filter(|c| c.starts_with("ERR_"));
             self.push_go_away(wire_code.unwrap_or("ERR_GOING_AWAY"), reason);
-            self.close_sent = true;
-            self.finished_reading = true;
-            self.result.get_or_insert((code, reason.to_owned()));
+            self.last_frame_queued(code, reason);
             return;
         }
         self.push_frame(framing::frame_control(
@@ -176,5 +174,15 @@ impl Context {
     /// answered or it broke the protocol.
     pub(super) fn is_done(&self) -> bool {
         self.close_sent && self.pending.is_empty() && (self.close_received || self.finished_reading)
+    }
+
+    /// A protocol stream's last frame (a GO_AWAY) is queued: nothing more is
+    /// written or read, and a peer that does not take it gets
+    /// `close_timeout` before the connection is dropped.
+    pub(super) fn last_frame_queued(&mut self, code: u16, reason: &str) {
+        self.close_sent = true;
+        self.finished_reading = true;
+        self.closing_deadline = Some(Instant::now() + self.shared.config.close_timeout);
+        self.result.get_or_insert((code, reason.to_owned()));
     }
 }
