@@ -19,6 +19,8 @@ export declare class ServerHandle {
   listen(host: string, port: number): ListenAddress
   /** Bind `host:port` for Switchboard protocol connections. */
   listenWire(host: string, port: number): ListenAddress
+  /** Bind `host:port` for Switchboard protocol connections inside TLS. */
+  listenWireTls(host: string, port: number, tls: TlsListenOptions): ListenAddress
   /** Bind a Unix socket at `path` for Switchboard protocol connections. */
   listenWireUnix(path: string): void
   /**
@@ -146,6 +148,12 @@ export interface ServerOptions {
   wire?: WireOptions
 }
 
+export interface SniCertificate {
+  servername: string
+  cert: Buffer
+  key: Buffer
+}
+
 /** A fixed response to `GET path`. */
 export interface StaticRouteOptions {
   path: string
@@ -168,6 +176,18 @@ export interface StatsJs {
   channels: number
   subscriptions: number
   workers: Array<WorkerStatsJs>
+}
+
+/** TLS of a protocol listener (`{ protocol: 'rpc', tls }` in TypeScript). */
+export interface TlsListenOptions {
+  cert: Buffer
+  key: Buffer
+  /** Certificates chosen by the server name the client asks for. */
+  sni?: Array<SniCertificate>
+  /** CAs whose client certificates are accepted (asks for one). */
+  ca?: Buffer
+  /** With `ca`: refuse clients without a valid certificate. Default true. */
+  rejectUnauthorized?: boolean
 }
 
 /** End a `cork`; the outermost one wakes every connection sent to. */

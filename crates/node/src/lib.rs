@@ -25,7 +25,10 @@ use switchboard_runtime::channels::PublishTarget;
 use switchboard_runtime::{Server, UpgradeDecision};
 
 pub use hot::drain_events;
-pub use options::{CompressionOptions, RouteOptions, ServerOptions, StaticRouteOptions};
+pub use options::{
+    CompressionOptions, RouteOptions, ServerOptions, SniCertificate, StaticRouteOptions,
+    TlsListenOptions,
+};
 
 static SERVERS: LazyLock<Mutex<HashMap<u32, Arc<Server>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
@@ -157,6 +160,31 @@ impl ServerHandle {
             .server
             .listen_wire(socket_address(&host, port)?)
             .map_err(|e| coded("ERR_LISTEN", e))?;
+        Ok(ListenAddress {
+            host: bound.ip().to_string(),
+            port: bound.port().into(),
+        })
+    }
+
+    /// Bind `host:port` for Switchboard protocol connections inside TLS.
+    #[napi]
+    pub fn listen_wire_tls(
+        &self,
+        host: String,
+        port: u32,
+        tls: options::TlsListenOptions,
+    ) -> Result<ListenAddress> {
+        let options = options::tls_options(tls);
+        let bound = self
+            .server
+            .listen_wire_tls(socket_address(&host, port)?, &options)
+            .map_err(|e| {
+                let message = e.to_string();
+                match message.strip_prefix("ERR_TLS_CONFIG: ") {
+                    Some(rest) => coded("ERR_TLS_CONFIG", rest),
+                    None => coded("ERR_LISTEN", message),
+                }
+            })?;
         Ok(ListenAddress {
             host: bound.ip().to_string(),
             port: bound.port().into(),
@@ -409,6 +437,10 @@ const BINDING_ERROR_CODES: &[(&str, &str)] = &[
     (
         "ERR_LISTEN",
         "Binding a listening address failed (in use, not permitted...).",
+    ),
+    (
+        "ERR_TLS_CONFIG",
+        "A protocol listener's TLS options are unusable (bad PEM, a key that does not match its certificate, a bad client CA).",
     ),
     (
         "ERR_INVALID_WORKER",

@@ -77,6 +77,50 @@ pub struct WireOptions {
     pub max_backpressure: Option<u32>,
 }
 
+/// TLS of a protocol listener (`{ protocol: 'rpc', tls }` in TypeScript).
+#[napi(object)]
+pub struct TlsListenOptions {
+    pub cert: Buffer,
+    pub key: Buffer,
+    /// Certificates chosen by the server name the client asks for.
+    pub sni: Option<Vec<SniCertificate>>,
+    /// CAs whose client certificates are accepted (asks for one).
+    pub ca: Option<Buffer>,
+    /// With `ca`: refuse clients without a valid certificate. Default true.
+    pub reject_unauthorized: Option<bool>,
+}
+
+#[napi(object)]
+pub struct SniCertificate {
+    pub servername: String,
+    pub cert: Buffer,
+    pub key: Buffer,
+}
+
+pub fn tls_options(options: TlsListenOptions) -> switchboard_runtime::tls::TlsOptions {
+    use switchboard_runtime::tls::{CertificatePem, TlsOptions};
+    TlsOptions {
+        default_certificate: CertificatePem {
+            cert_chain: options.cert.to_vec(),
+            private_key: options.key.to_vec(),
+        },
+        sni: options
+            .sni
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| {
+                let pem = CertificatePem {
+                    cert_chain: s.cert.to_vec(),
+                    private_key: s.key.to_vec(),
+                };
+                (s.servername, pem)
+            })
+            .collect(),
+        client_ca: options.ca.map(|ca| ca.to_vec()).unwrap_or_default(),
+        require_client_certificate: options.reject_unauthorized.unwrap_or(true),
+    }
+}
+
 fn invalid(message: String) -> Error {
     Error::new(Status::InvalidArg, message)
 }

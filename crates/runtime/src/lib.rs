@@ -15,6 +15,7 @@ pub mod outbound;
 pub mod server;
 mod socket;
 pub mod stats;
+pub mod tls;
 
 pub use config::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute, WireConfig};
 pub use outbound::SendStatus;

@@ -10,6 +10,7 @@ use tokio::net::{TcpListener, UnixListener};
 
 use crate::connection::{self, transport};
 use crate::server::Shared;
+use crate::tls::TlsSocket;
 
 /// The first and the longest pause after a failed `accept`. Running out of
 /// file descriptors (EMFILE) is the usual cause: spinning on it would burn a
@@ -18,12 +19,14 @@ const ACCEPT_BACKOFF_START: Duration = Duration::from_millis(5);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// What a TCP listener serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum Endpoint {
     /// HTTP: static routes and WebSocket upgrades.
     Http,
     /// The Switchboard protocol, from the first byte.
     Wire,
+    /// The Switchboard protocol inside TLS.
+    WireTls(Arc<rustls::ServerConfig>),
 }
 
 pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, endpoint: Endpoint) {
@@ -32,18 +35,30 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, endpoint: E
         let _ = stream.set_nodelay(true);
         Ok((stream, remote))
     };
+    let refused = endpoint.clone();
     run(
         &shared,
         accept,
-        |stream, remote, shared| async move {
-            match endpoint {
-                Endpoint::Http => connection::run(stream, remote, shared).await,
-                Endpoint::Wire => {
-                    connection::run_wire(stream, remote.to_string(), shared, transport::TCP).await
+        |stream, remote, shared| {
+            let endpoint = endpoint.clone();
+            async move {
+                match endpoint {
+                    Endpoint::Http => connection::run(stream, remote, shared).await,
+                    Endpoint::Wire => {
+                        let remote = remote.to_string();
+                        connection::run_wire(stream, remote, shared, transport::TCP).await
+                    }
+                    Endpoint::WireTls(config) => {
+                        // Fails only when rustls cannot allocate its state.
+                        if let Ok(socket) = TlsSocket::new(stream, config) {
+                            let remote = remote.to_string();
+                            connection::run_wire(socket, remote, shared, transport::TLS).await;
+                        }
+                    }
                 }
             }
         },
-        move |stream| refuse(stream, endpoint),
+        move |stream| refuse(stream, refused.clone()),
     )
     .await;
 }
@@ -125,6 +140,8 @@ async fn refuse<S: crate::socket::Socket>(mut stream: S, endpoint: Endpoint) {
     const REASON: &str = "ERR_SERVER_AT_CAPACITY: too many connections";
     let response = match endpoint {
         Endpoint::Http => switchboard_proto::http::error_response(503, REASON, &[]),
+        // Saying why would take a TLS handshake: just close.
+        Endpoint::WireTls(_) => Vec::new(),
         Endpoint::Wire => {
             let mut out = switchboard_proto::wire::PREFACE.to_vec();
             switchboard_proto::wire::encode_go_away(0, "ERR_SERVER_AT_CAPACITY", REASON, &mut out);

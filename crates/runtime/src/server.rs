@@ -299,6 +299,16 @@ impl Server {
         self.bind_tcp(addr, listener::Endpoint::Wire)
     }
 
+    /// Bind `addr` and accept Switchboard protocol connections inside TLS.
+    pub fn listen_wire_tls(
+        &self,
+        addr: SocketAddr,
+        options: &crate::tls::TlsOptions,
+    ) -> io::Result<SocketAddr> {
+        let config = crate::tls::server_config(options)?;
+        self.bind_tcp(addr, listener::Endpoint::WireTls(config))
+    }
+
     /// Bind a Unix socket at `path` and accept Switchboard protocol
     /// connections on it. A stale socket file at `path` is replaced.
     pub fn listen_wire_unix(&self, path: &std::path::Path) -> io::Result<()> {

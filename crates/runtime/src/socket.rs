@@ -20,6 +20,12 @@ pub(crate) trait Socket: Send + Sync + 'static {
     fn try_read(&self, buffer: &mut [u8]) -> io::Result<usize>;
     fn try_write_vectored(&self, slices: &[IoSlice<'_>]) -> io::Result<usize>;
     fn try_io<R>(&self, interest: Interest, f: impl FnOnce() -> io::Result<R>) -> io::Result<R>;
+    /// Bytes accepted by an earlier write that are not on the socket yet
+    /// (TLS records): the session keeps waiting for writability, and
+    /// flushes them with an empty write, until there are none.
+    fn has_buffered_output(&self) -> bool {
+        false
+    }
     /// Half-close: no more writes (the peer reads end of stream).
     fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send;
 }

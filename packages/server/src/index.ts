@@ -12,6 +12,7 @@ export {
   type ListenAddress,
   type UnixListenAddress,
   type ListenTarget,
+  type RpcTlsOptions,
   type CloseOptions,
   type HandlerErrorInfo,
 } from './server.js';

@@ -32,6 +32,14 @@ export interface NativeRouteOptions {
   wire?: boolean;
 }
 
+export interface NativeTlsOptions {
+  cert: Buffer;
+  key: Buffer;
+  sni?: { servername: string; cert: Buffer; key: Buffer }[];
+  ca?: Buffer;
+  rejectUnauthorized?: boolean;
+}
+
 export interface NativeWireOptions {
   maxFrameSize?: number;
   initialWindow?: number;
@@ -88,6 +96,7 @@ export interface NativeServerHandle {
   listen(host: string, port: number): { host: string; port: number };
   listenWire(host: string, port: number): { host: string; port: number };
   listenWireUnix(path: string): void;
+  listenWireTls(host: string, port: number, tls: NativeTlsOptions): { host: string; port: number };
   attachWorker(index: number, wake: () => void): void;
   detachWorker(index: number): void;
   end(connection: number, code: number, reason: string): boolean;

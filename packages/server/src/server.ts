@@ -10,7 +10,7 @@ import type { RpcService } from './rpc/service.js';
 import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
 import { loadApp } from './internal/protocol.js';
-import { native, type NativeServerHandle } from './native.js';
+import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
 import { DEFAULTS, type ServerOptions, nativeServer } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
@@ -24,6 +24,22 @@ export interface ListenAddress {
    * upgrades) or `'rpc'` (the Switchboard protocol from the first byte).
    */
   protocol?: 'http' | 'rpc';
+  /** With `protocol: 'rpc'`: serve the protocol inside TLS (rustls in the core). */
+  tls?: RpcTlsOptions;
+}
+
+/** PEM strings or Buffers, named as in `node:tls`. */
+export interface RpcTlsOptions {
+  /** The certificate chain (PEM). */
+  cert: string | Uint8Array;
+  /** Its private key (PEM: PKCS#8, PKCS#1 or SEC1). */
+  key: string | Uint8Array;
+  /** Certificates chosen by the server name the client asks for (SNI); others get `cert`. */
+  sni?: Record<string, { cert: string | Uint8Array; key: string | Uint8Array }>;
+  /** CA certificates (PEM) of accepted client certificates: clients are asked for one. */
+  ca?: string | Uint8Array;
+  /** With `ca`: refuse clients without a valid certificate. Default true (false: a certificate is optional, checked when given). */
+  rejectUnauthorized?: boolean;
 }
 
 /** A Unix socket serving the Switchboard protocol. */
@@ -55,11 +71,33 @@ function bind(handle: NativeServerHandle, address: ListenTarget): ListenTarget {
     handle.listenWireUnix(address.path);
     return { path: address.path, protocol: 'rpc' };
   }
-  if (address.protocol === 'rpc') return { ...handle.listenWire(address.host, address.port), protocol: 'rpc' };
+  if (address.protocol === 'rpc') {
+    if (address.tls) return { ...handle.listenWireTls(address.host, address.port, nativeTls(address.tls)), protocol: 'rpc', tls: address.tls };
+    return { ...handle.listenWire(address.host, address.port), protocol: 'rpc' };
+  }
+  if (address.tls) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', "TLS is offered on protocol listeners: give `protocol: 'rpc'` with `tls`");
+  }
   if (address.protocol !== undefined && address.protocol !== 'http') {
     throw new SwitchboardError('ERR_INVALID_OPTION', `protocol must be 'http' or 'rpc', got ${JSON.stringify(address.protocol)}`);
   }
   return handle.listen(address.host, address.port);
+}
+
+function pem(value: string | Uint8Array, what: string): Buffer {
+  if (typeof value === 'string') return Buffer.from(value);
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  throw new SwitchboardError('ERR_INVALID_OPTION', `tls.${what} must be a PEM string or bytes`);
+}
+
+function nativeTls(tls: RpcTlsOptions): NativeTlsOptions {
+  const out: NativeTlsOptions = { cert: pem(tls.cert, 'cert'), key: pem(tls.key, 'key') };
+  if (tls.sni) {
+    out.sni = Object.entries(tls.sni).map(([servername, c]) => ({ servername, cert: pem(c.cert, 'sni.cert'), key: pem(c.key, 'sni.key') }));
+  }
+  if (tls.ca !== undefined) out.ca = pem(tls.ca, 'ca');
+  if (tls.rejectUnauthorized !== undefined) out.rejectUnauthorized = tls.rejectUnauthorized;
+  return out;
 }
 
 function specifierOf(app: string | URL): string {

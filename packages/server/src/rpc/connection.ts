@@ -26,8 +26,9 @@ import { native, type NativeServerHandle } from '../native.js';
 import type { RpcCall, RpcService } from './service.js';
 
 /** How the connection reached the server. */
-export type RpcTransport = 'tcp' | 'unix' | 'websocket';
-const TRANSPORTS: readonly RpcTransport[] = ['tcp', 'unix', 'websocket'];
+export type RpcTransport = 'tcp' | 'unix' | 'websocket' | 'tls';
+/** Indexed by the native transport byte (`crates/runtime/src/connection/session/mod.rs`). */
+const TRANSPORTS: readonly RpcTransport[] = ['tcp', 'unix', 'websocket', 'tls'];
 
 export interface RpcConnectionInit {
   handle: NativeServerHandle;

@@ -52,6 +52,7 @@ pub(crate) mod transport {
     pub const TCP: u8 = 0;
     pub const UNIX: u8 = 1;
     pub const WEBSOCKET: u8 = 2;
+    pub const TLS: u8 = 3;
 }
 
 /// Route index reported for connections that came through no route (raw
@@ -288,7 +289,7 @@ impl Session {
                 break;
             }
             let reading = !self.ctx.finished_reading && !paused;
-            let writing = !self.ctx.pending.is_empty();
+            let writing = !self.ctx.pending.is_empty() || stream.has_buffered_output();
             // Deadlines only move later as data arrives (idle, ping), so the
             // timer is re-armed only for an earlier one (a close started);
             // one that fires early finds nothing due and is re-armed.

@@ -128,6 +128,13 @@ impl Context {
 
     /// Write without waiting; `Ok` even when the socket is full.
     pub(super) fn flush<S: Socket>(&mut self, stream: &S) -> io::Result<()> {
+        if self.pending.is_empty() && stream.has_buffered_output() {
+            // Only the socket's own buffer (TLS records) is left.
+            match stream.try_write_vectored(&[]) {
+                Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
+                _ => {}
+            }
+        }
         while !self.pending.is_empty() {
             // On the stack: a flush allocates nothing.
             let mut slices = [IoSlice::new(&[]); MAX_IO_SLICES];
