@@ -14,6 +14,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { Server } from 'switchboard';
 import { startReferenceServer } from './reference-server.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -76,7 +77,7 @@ try {
 window.results = results;
 `;
 
-test('the core runs in Chromium over its native WebSocket', { timeout: 11 * 60_000 }, async () => {
+function setupChromium() {
   // Chromium comes from the project's own setup script, as for the chat test.
   const setup = spawnSync('bash', [path.join(root, 'scripts', 'setup-browser.sh')], {
     cwd: root,
@@ -86,20 +87,9 @@ test('the core runs in Chromium over its native WebSocket', { timeout: 11 * 60_0
   });
   assert.equal(setup.status, 0, `scripts/setup-browser.sh failed:\n${setup.stdout}\n${setup.stderr}${setup.error ?? ''}`);
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing after setup`);
-  const rpc = await startReferenceServer('ws', {
-    handlers: {
-      add: (call) => {
-        const [a, b] = call.decode();
-        return a + b;
-      },
-      askClient: async (call, conn) => conn.peer.call(call.decode().action),
-      upload: async (call) => call.stream.text(),
-      drop: (call, conn) => {
-        setTimeout(() => conn.drop(), 10);
-        return new Promise(() => {});
-      },
-    },
-  });
+}
+
+async function runPage(rpc) {
   const page = `<!doctype html><html><head>
 <script type="importmap">${JSON.stringify({
     imports: { 'switchboard-client': '/client/index.js', 'switchboard-protocol': '/protocol/index.js', msgpackr: '/msgpackr/index.js' },
@@ -129,10 +119,52 @@ test('the core runs in Chromium over its native WebSocket', { timeout: 11 * 60_0
     assert.deepEqual(results.states, ['reconnecting', 'open']);
     assert.equal(results.open, true);
     assert.equal(results.closed, 'closed');
-    assert.equal(rpc.connections.length, 2);
+    assert.equal(await rpc.connectionCount(), 2);
   } finally {
     await browser.close();
     web.close();
     await rpc.close();
   }
+}
+
+test('the core runs in Chromium over its native WebSocket (reference server)', { timeout: 11 * 60_000 }, async () => {
+  setupChromium();
+  const rpc = await startReferenceServer('ws', {
+    handlers: {
+      add: (call) => {
+        const [a, b] = call.decode();
+        return a + b;
+      },
+      askClient: async (call, conn) => conn.peer.call(call.decode().action),
+      upload: async (call) => call.stream.text(),
+      drop: (call, conn) => {
+        setTimeout(() => conn.drop(), 10);
+        return new Promise(() => {});
+      },
+    },
+  });
+  rpc.connectionCount = () => rpc.connections.length;
+  await runPage(rpc);
+});
+
+test('the core runs in Chromium against the Switchboard server (WebSocket route with rpc: true)', { timeout: 11 * 60_000 }, async () => {
+  setupChromium();
+  const server = new Server({ workers: 0 });
+  let opened = 0;
+  server.rpc.onOpen(() => opened++);
+  server.rpc
+    .action('add', (call) => {
+      const [a, b] = call.decode();
+      return a + b;
+    })
+    .action('askClient', (call) => call.connection.call(call.decode().action))
+    .action('upload', (call) => call.stream.text())
+    .action('drop', (call) => {
+      setTimeout(() => call.connection.close('ERR_GOING_AWAY', 'dropped by the test'), 10);
+      return new Promise(() => {});
+    });
+  server.ws('/rpc', { rpc: true });
+  const [address] = await server.listen(0);
+  const rpc = { url: `ws://127.0.0.1:${address.port}/rpc`, connectionCount: async () => opened, close: () => server.close() };
+  await runPage(rpc);
 });
