@@ -330,7 +330,8 @@ describe('spec/wire vectors', () => {
     describe('uuid.json', () => {
       for (const [i, v] of uuids.entries()) {
         test(`${i}: ${v.kind} ${v.n}`, () => {
-          const derive = v.kind === 'message' ? P.messageUuid : P.responseUuid;
+          const derive = { message: P.messageUuid, response: P.responseUuid, unnumbered: P.unnumberedUuid }[v.kind];
+          assert.ok(derive, `unknown kind ${v.kind}`);
           const uuid = derive(bytes(v.seed.replace(/-/g, '')), v.n);
           if (v.uuid.includes('-')) assert.equal(P.uuidToString(uuid), v.uuid.toLowerCase());
           else assert.equal(hex(uuid), v.uuid.toLowerCase());

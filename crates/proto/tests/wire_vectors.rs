@@ -404,6 +404,7 @@ fn uuids() {
         let derived = match str_of(e, "kind") {
             "message" => uuid::message_uuid(&seed, n),
             "response" => uuid::response_uuid(&seed, n),
+            "unnumbered" => uuid::unnumbered_uuid(&seed, n),
             other => panic!("unknown kind {other}"),
         };
         assert_eq!(uuid::format(&derived), str_of(e, "uuid"), "{e}");

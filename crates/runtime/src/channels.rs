@@ -7,11 +7,59 @@
 //! tag. No JavaScript runs per recipient.
 
 use bytes::Bytes;
+use switchboard_proto::wire;
 use switchboard_pubsub::{SubscriberId, Target};
 
 use crate::framing;
 use crate::outbound::SendStatus;
 use crate::server::{Outcomes, Server};
+
+/// A publish as protocol connections receive it: an unnumbered one-way
+/// MESSAGE (call id 0) whose action is the channel's name and whose payload
+/// is the message, built on first use and shared like the WebSocket frame.
+pub struct WireFrames<'a> {
+    /// Borrowed: a publish to WebSocket connections only never pays for it.
+    action: Option<&'a str>,
+    payload: Bytes,
+    raw: Option<Bytes>,
+    over_websocket: Option<Bytes>,
+}
+
+impl<'a> WireFrames<'a> {
+    /// `action`: the channel published to; `None` (no channel among the
+    /// targets, or a name that is not 1..255 bytes) makes the publish
+    /// undeliverable to protocol connections.
+    pub fn new(action: Option<&'a str>, payload: Bytes) -> Self {
+        let action = action.filter(|a| (1..=255).contains(&a.len()));
+        Self {
+            action,
+            payload,
+            raw: None,
+            over_websocket: None,
+        }
+    }
+
+    /// The MESSAGE frame for a protocol stream.
+    pub fn raw(&mut self) -> Option<&Bytes> {
+        if self.raw.is_none() {
+            let action = self.action?;
+            let mut frame = Vec::with_capacity(16 + action.len() + self.payload.len());
+            wire::encode_message_header(0, false, action, self.payload.len(), &mut frame);
+            frame.extend_from_slice(&self.payload);
+            self.raw = Some(Bytes::from(frame));
+        }
+        self.raw.as_ref()
+    }
+
+    /// The same frame in a WebSocket binary message.
+    pub fn over_websocket(&mut self) -> Option<&Bytes> {
+        if self.over_websocket.is_none() {
+            let framed = framing::frame_message(self.raw()?, true);
+            self.over_websocket = Some(framed);
+        }
+        self.over_websocket.as_ref()
+    }
+}
 
 /// One target of a publish, as JavaScript names it.
 pub enum PublishTarget<'a> {
@@ -45,10 +93,15 @@ impl Server {
                 PublishTarget::Subscriber(id) => Target::Subscriber(*id),
             })
             .collect();
+        let channel = targets.iter().find_map(|t| match t {
+            Target::Channel(name) => Some(*name),
+            Target::Subscriber(_) => None,
+        });
+        let mut wire = WireFrames::new(channel, payload.clone());
         let registry = shared.registry.read();
         let connections = shared.connections.read();
         // Tagged recipients are rare; frame each distinct tag once.
-        let mut tagged: Vec<(Bytes, Bytes, Bytes)> = Vec::new();
+        let mut tagged: Vec<(Bytes, Bytes, Bytes, WireFrames<'_>)> = Vec::new();
         // Count what was queued, not what the registry planned: an id given
         // directly (`publishTo([id])`) is passed through by the registry even
         // when no such connection is open, and that is no recipient.
@@ -59,20 +112,21 @@ impl Server {
                 return;
             };
             let status = match tag {
-                None => shared.deliver(connection, &payload, &framed, binary),
+                None => shared.deliver(connection, &payload, &framed, binary, &mut wire),
                 Some(tag) => {
-                    let index = match tagged.iter().position(|(t, _, _)| t == tag) {
+                    let index = match tagged.iter().position(|(t, ..)| t == tag) {
                         Some(i) => i,
                         None => {
                             let framed = framing::frame_parts(tag, data, binary);
                             let payload =
                                 framed.slice(framing::header_len(tag.len() + data.len())..);
-                            tagged.push((tag.clone(), payload, framed));
+                            let wire = WireFrames::new(channel, payload.clone());
+                            tagged.push((tag.clone(), payload, framed, wire));
                             tagged.len() - 1
                         }
                     };
-                    let (_, payload, framed) = &tagged[index];
-                    shared.deliver(connection, payload, framed, binary)
+                    let (_, payload, framed, wire) = &mut tagged[index];
+                    shared.deliver(connection, payload, framed, binary, wire)
                 }
             };
             outcomes.add(status);

@@ -209,14 +209,20 @@ impl Shared {
         payload: &bytes::Bytes,
         framed: &bytes::Bytes,
         binary: bool,
+        wire: &mut crate::channels::WireFrames<'_>,
     ) -> SendStatus {
         if conn.wire {
-            // A channel's messages are plain WebSocket messages, which a
-            // protocol peer would read as broken frames. Delivering
-            // publishes to protocol connections as one-way MESSAGE frames
-            // needs the call id to come from the peer's own sequence; until
-            // that lands they are refused (and counted as dropped).
-            return SendStatus::Dropped;
+            // A protocol connection gets the publish as an unnumbered
+            // one-way MESSAGE (docs/protocol.md §4), framed once per publish.
+            let frame = if conn.raw {
+                wire.raw()
+            } else {
+                wire.over_websocket()
+            };
+            return match frame {
+                Some(frame) => conn.enqueue_frame(frame),
+                None => SendStatus::Dropped,
+            };
         }
         if conn.deflate {
             conn.enqueue_to_compress(payload.clone(), binary)

@@ -80,6 +80,11 @@ impl SequenceCheck {
             _ => {}
         }
         match frame {
+            // Unnumbered one-way messages (broadcasts) take no place in
+            // the order.
+            Frame::Message(m) if m.call_id == 0 && !m.expects_reply => {
+                self.pending_attachments = m.attachments;
+            }
             Frame::Message(m) => {
                 if m.call_id <= self.last_call_id {
                     return Err(WireError::CallId {

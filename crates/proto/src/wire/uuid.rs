@@ -8,6 +8,8 @@
 /// Bit of byte 8 that separates the response family from the message
 /// family: it sits below the two variant bits, so flipping it keeps them.
 const RESPONSE_BIT: u8 = 0x20;
+/// Flipped in byte 8 of the seed for unnumbered messages (a third family).
+const UNNUMBERED_BIT: u8 = 0x10;
 
 /// Whether `uuid` has the v4 marks: byte 6's high nibble is `4` and byte 8's
 /// top two bits are `10`.
@@ -44,6 +46,14 @@ pub fn message_uuid(seed: &[u8; 16], call_id: u64) -> [u8; 16] {
 pub fn response_uuid(seed: &[u8; 16], sequence: u64) -> [u8; 16] {
     let mut base = *seed;
     base[8] ^= RESPONSE_BIT;
+    add48(base, sequence)
+}
+
+/// The UUID of the `sequence`-th unnumbered message (call id 0, from 1)
+/// that the side whose seed is `seed` sends.
+pub fn unnumbered_uuid(seed: &[u8; 16], sequence: u64) -> [u8; 16] {
+    let mut base = *seed;
+    base[8] ^= UNNUMBERED_BIT;
     add48(base, sequence)
 }
 

@@ -6,6 +6,6 @@ export { decodeFrame } from './decode.js';
 export { FrameDecoder } from './decoder.js';
 export type { FrameDecoderOptions } from './decoder.js';
 export { checkPreface } from './preface.js';
-export { messageUuid, randomSeed, responseUuid, uuidToString } from './uuid.js';
+export { messageUuid, randomSeed, responseUuid, unnumberedUuid, uuidToString } from './uuid.js';
 export { ProtocolError } from './errors.js';
 export { SequenceCheck } from './sequence.js';

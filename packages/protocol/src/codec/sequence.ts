@@ -53,11 +53,16 @@ export class SequenceCheck {
       );
     }
     if (frame.type === 'message') {
+      // Unnumbered one-way messages (broadcasts, call id 0) take no place in the order.
+      if (frame.callId === 0 && !frame.expectsReply) {
+        this.#pendingOpens = frame.attachments;
+        return;
+      }
       if (frame.callId <= this.#lastCallId) {
         throw new ProtocolError(
           'ERR_PROTOCOL_CALL_ID',
           frame.callId === 0
-            ? 'MESSAGE with call id 0 (call ids start at 1)'
+            ? 'a call (REPLY set) with call id 0: only one-way messages may be unnumbered'
             : `MESSAGE call id ${frame.callId} does not increase (last was ${this.#lastCallId})`,
         );
       }

@@ -21,6 +21,11 @@ export function responseUuid(seed: Uint8Array, sequence: number): Uint8Array {
   return derive(seed, sequence, 0x20, 'response sequence number');
 }
 
+/** The UUID of the `sequence`-th unnumbered message (call id 0; 1-based) from the side whose seed is `seed`. */
+export function unnumberedUuid(seed: Uint8Array, sequence: number): Uint8Array {
+  return derive(seed, sequence, 0x10, 'unnumbered message sequence number');
+}
+
 function derive(seed: Uint8Array, n: number, flip: number, what: string): Uint8Array {
   if (seed.length !== 16) throw new RangeError(`a seed is 16 bytes, got ${seed.length}`);
   checkInteger(n, what);

@@ -22,6 +22,8 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 export class Dispatcher {
   handler: IncomingHandler | null;
   lastReceivedCallId = 0;
+  /** Unnumbered one-way messages (call id 0) received so far. */
+  private unnumberedReceived = 0;
   /** The last call id announced in our GO_AWAY, or null. */
   goAwayLastId: number | null = null;
   responsesSent = 0;
@@ -52,7 +54,7 @@ export class Dispatcher {
   /** A MESSAGE, with its attachments once their STREAM_OPENs are in. */
   dispatch(frame: MessageFrame, streams: readonly InboundStream[]): void {
     const handler = this.handler;
-    if (this.goAwayLastId !== null && frame.callId > this.goAwayLastId) {
+    if (this.goAwayLastId !== null && frame.callId !== 0 && frame.callId > this.goAwayLastId) {
       // Not processed: the caller fails it with ERR_GOING_AWAY on our GO_AWAY.
       for (const stream of streams) stream.stopWith(RpcErrorCode.GoingAway, null);
       return;
@@ -69,7 +71,9 @@ export class Dispatcher {
       }
       return;
     }
-    const call = new ReceivedCall(this.replyHost, frame, this.core.remote.seed, attachmentsOf(streams), streams);
+    // An unnumbered message's UUID comes from its place among them (§6).
+    const unnumbered = frame.callId === 0 ? ++this.unnumberedReceived : 0;
+    const call = new ReceivedCall(this.replyHost, frame, this.core.remote.seed, attachmentsOf(streams), streams, unnumbered);
     if (frame.expectsReply) this.calls.set(frame.callId, call);
     this.run(handler, call);
   }

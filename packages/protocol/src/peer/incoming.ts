@@ -4,7 +4,7 @@
  */
 
 import type { EndFrame, ErrorFrame, FastReplyFrame, MessageFrame, ResponseFrame } from '../codec/index.js';
-import { MAX_INTEGER, messageUuid, uuidToString } from '../codec/index.js';
+import { MAX_INTEGER, messageUuid, unnumberedUuid, uuidToString } from '../codec/index.js';
 import type { PayloadCodec } from './codecs.js';
 import { RpcError, RpcErrorCode, codeOf, detailsOf, isWireCode, messageOf, truncateUtf8 } from './errors.js';
 import type { AttachmentOptions, Attachments, IncomingFile, PlannedAttachment } from './files.js';
@@ -119,6 +119,8 @@ export class ReceivedCall implements IncomingCall {
     private readonly attachments: Attachments,
     /** The attachments as the peer tracks them. */
     readonly inbound: readonly InboundStream[],
+    /** For an unnumbered message (call id 0): its sequence number among them. */
+    private readonly unnumbered = 0,
   ) {
     this.action = frame.action;
     this.callId = frame.callId;
@@ -129,7 +131,9 @@ export class ReceivedCall implements IncomingCall {
   }
 
   get uuidBytes(): Uint8Array {
-    this.uuidCache ??= this.explicitUuid ?? messageUuid(this.remoteSeed, this.callId);
+    this.uuidCache ??=
+      this.explicitUuid ??
+      (this.callId === 0 ? unnumberedUuid(this.remoteSeed, this.unnumbered) : messageUuid(this.remoteSeed, this.callId));
     return this.uuidCache;
   }
 

@@ -216,7 +216,8 @@ export class Peer {
       this.sequence.check(frame);
       switch (frame.type) {
         case 'message':
-          this.dispatcher.lastReceivedCallId = frame.callId;
+          // An unnumbered broadcast (call id 0) is not in the call id order.
+          if (frame.callId !== 0) this.dispatcher.lastReceivedCallId = frame.callId;
           if (frame.attachments > 0) this.collecting = { frame, seq: 0, streams: [] };
           else this.dispatcher.dispatch(frame, NO_STREAMS);
           break;

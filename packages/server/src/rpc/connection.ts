@@ -122,6 +122,22 @@ export class RpcConnection<UserData = unknown> {
     this.peer.notify(action as string, payload, options);
   }
 
+  /**
+   * Subscribe this connection to `channel` (refcounted, as for WebSocket
+   * connections). Whatever is then published to the channel reaches the
+   * client as a one-way message whose action is the channel's name
+   * (`client.handle(channel, fn)`); the message is framed once per
+   * publish, natively, for every protocol subscriber.
+   */
+  subscribe(channel: string, delta = 1): boolean {
+    return this.handle.subscribe([this.id], channel, delta).length > 0;
+  }
+
+  /** Remove the subscription whatever its count; true if there was one. */
+  unsubscribe(channel: string): boolean {
+    return this.handle.unsubscribe(this.id, channel);
+  }
+
   /** Ask the client to go: GO_AWAY now, then close once its calls are done (or after the close timeout). */
   goAway(message = ''): void {
     this.peer.goAway(RpcErrorCode.GoingAway, message);
