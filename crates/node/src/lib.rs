@@ -34,6 +34,15 @@ static SERVERS: LazyLock<Mutex<HashMap<u32, Arc<Server>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 static NEXT_SERVER_ID: AtomicU32 = AtomicU32::new(1);
 
+impl From<SocketAddr> for ListenAddress {
+    fn from(bound: SocketAddr) -> Self {
+        Self {
+            host: bound.ip().to_string(),
+            port: bound.port().into(),
+        }
+    }
+}
+
 fn socket_address(host: &str, port: u32) -> Result<SocketAddr> {
     let ip: IpAddr = host
         .parse()
@@ -147,10 +156,7 @@ impl ServerHandle {
             .server
             .listen(socket_address(&host, port)?)
             .map_err(|e| coded("ERR_LISTEN", e))?;
-        Ok(ListenAddress {
-            host: bound.ip().to_string(),
-            port: bound.port().into(),
-        })
+        Ok(ListenAddress::from(bound))
     }
 
     /// Bind `host:port` for Switchboard protocol connections.
@@ -160,10 +166,7 @@ impl ServerHandle {
             .server
             .listen_wire(socket_address(&host, port)?)
             .map_err(|e| coded("ERR_LISTEN", e))?;
-        Ok(ListenAddress {
-            host: bound.ip().to_string(),
-            port: bound.port().into(),
-        })
+        Ok(ListenAddress::from(bound))
     }
 
     /// Bind `host:port` for Switchboard protocol connections inside TLS.
@@ -185,10 +188,7 @@ impl ServerHandle {
                     None => coded("ERR_LISTEN", message),
                 }
             })?;
-        Ok(ListenAddress {
-            host: bound.ip().to_string(),
-            port: bound.port().into(),
-        })
+        Ok(ListenAddress::from(bound))
     }
 
     /// Bind a Unix socket at `path` for Switchboard protocol connections.
