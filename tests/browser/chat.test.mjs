@@ -7,16 +7,15 @@
 // test runs it) and the playwright-core devDependency.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.mjs';
 import WebSocket from 'ws';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const screenshots = path.join(root, 'tests', 'browser', 'screenshots');
-const CHROMIUM = '/usr/bin/chromium';
 /** How long the page may take to show something. */
 const UI_TIMEOUT = 10_000;
 
@@ -74,28 +73,8 @@ function startServer() {
 
 before(
   async () => {
-    const setup = spawnSync('bash', [path.join(root, 'scripts', 'setup-browser.sh')], {
-      cwd: root,
-      encoding: 'utf8',
-      timeout: 10 * 60_000,
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-    assert.equal(setup.status, 0, `scripts/setup-browser.sh failed:\n${setup.stdout}\n${setup.stderr}${setup.error ?? ''}`);
-
     baseURL = await startServer();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      timeout: 30_000,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   },
   { timeout: 11 * 60_000 },
 );

@@ -6,19 +6,17 @@
 // Needs /usr/bin/chromium (scripts/setup-browser.sh installs it; the test
 // runs it first) and the playwright-core devDependency.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { once } from 'node:events';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../helpers/chromium.mjs';
 import { Server } from 'switchboard';
 import { startReferenceServer } from './reference-server.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CHROMIUM = '/usr/bin/chromium';
 
 /** Serves the page and the three packages' ES modules. */
 async function startStaticServer(page) {
@@ -77,17 +75,6 @@ try {
 window.results = results;
 `;
 
-function setupChromium() {
-  // Chromium comes from the project's own setup script, as for the chat test.
-  const setup = spawnSync('bash', [path.join(root, 'scripts', 'setup-browser.sh')], {
-    cwd: root,
-    encoding: 'utf8',
-    timeout: 10 * 60_000,
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-  });
-  assert.equal(setup.status, 0, `scripts/setup-browser.sh failed:\n${setup.stdout}\n${setup.stderr}${setup.error ?? ''}`);
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing after setup`);
-}
 
 async function runPage(rpc) {
   const page = `<!doctype html><html><head>
@@ -96,11 +83,7 @@ async function runPage(rpc) {
   })}</script>
 <script type="module">${script(rpc.url)}</script></head><body></body></html>`;
   const web = await startStaticServer(page);
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    timeout: 30_000,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-  });
+  const browser = await launchChromium();
   try {
     const tab = await browser.newPage();
     const errors = [];
@@ -128,7 +111,6 @@ async function runPage(rpc) {
 }
 
 test('the core runs in Chromium over its native WebSocket (reference server)', { timeout: 11 * 60_000 }, async () => {
-  setupChromium();
   const rpc = await startReferenceServer('ws', {
     handlers: {
       add: (call) => {
@@ -148,7 +130,6 @@ test('the core runs in Chromium over its native WebSocket (reference server)', {
 });
 
 test('the core runs in Chromium against the Switchboard server (WebSocket route with rpc: true)', { timeout: 11 * 60_000 }, async () => {
-  setupChromium();
   const server = new Server({ workers: 0 });
   let opened = 0;
   server.rpc.onOpen(() => opened++);

@@ -23,7 +23,11 @@ use switchboard_proto::wire::{
 const MAX_HELLO_BYTES: usize = 64 * 1024;
 
 /// The longest frame header (type, descriptor, 6-byte length).
-const MAX_HEADER_BYTES: usize = 8;
+pub(super) const MAX_HEADER_BYTES: usize = 8;
+
+/// The most bytes of smaller frames a sender batches into one WebSocket
+/// message (docs/protocol.md §2); a receiver accepts at least this.
+pub(super) const MAX_BATCH_BYTES: usize = 64 * 1024;
 
 /// 16 bytes from the operating system's random source: the base of the
 /// server's UUIDs on one connection (docs/protocol.md §6).

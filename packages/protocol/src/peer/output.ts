@@ -9,7 +9,11 @@ import { encodeFrame } from '../codec/index.js';
 
 /** Frames at least this large are written on their own, without a copy. */
 const DIRECT_WRITE = 16 * 1024;
-/** A batch is written as soon as it holds this much. */
+/**
+ * A batch never holds more: over WebSocket a batch is one message, and a
+ * receiver accepts at least one maximal frame or 64 KiB of smaller ones
+ * (docs/protocol.md §2).
+ */
 const MAX_BATCH = 64 * 1024;
 
 export class FrameOutput {
@@ -36,9 +40,10 @@ export class FrameOutput {
       this.write(bytes);
       return;
     }
+    if (this.size + bytes.length > MAX_BATCH) this.flush();
     this.parts.push(bytes);
     this.size += bytes.length;
-    if (this.size >= MAX_BATCH) this.flush();
+    if (this.size === MAX_BATCH) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(this.flushTask);

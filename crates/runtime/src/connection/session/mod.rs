@@ -26,7 +26,7 @@ mod protocol;
 mod timers;
 mod writer;
 
-use super::wire::{random_seed, WireEvent, WireReader};
+use super::wire::{random_seed, WireEvent, WireReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use super::Accepted;
 use crate::config::SlowConsumerPolicy;
 use crate::events::{body, EventQueue, KIND_CLOSE, KIND_MESSAGE, KIND_OPEN};
@@ -80,8 +80,13 @@ pub(super) async fn run<S: Socket>(stream: S, accepted: Accepted, shared: Arc<Sh
     let wire_config = &shared.config.wire;
     let (max_backpressure, slow_consumer) = match (route, accepted.dialect) {
         (Some(route), Dialect::WebSocket) => (route.max_backpressure, route.slow_consumer),
-        // A protocol connection never drops a frame (see `WireConfig`).
-        (Some(route), _) => (route.max_backpressure, SlowConsumerPolicy::Close),
+        // A protocol connection never drops a frame (see `WireConfig`), and
+        // the protocol's own limit applies: the client's credit lets us
+        // queue a whole window, which may pass the route's.
+        (Some(route), _) => (
+            route.max_backpressure.max(wire_config.max_backpressure),
+            SlowConsumerPolicy::Close,
+        ),
         (None, _) => (wire_config.max_backpressure, SlowConsumerPolicy::Close),
     };
     let connection = Arc::new(Connection {
@@ -115,8 +120,17 @@ pub(super) async fn run<S: Socket>(stream: S, accepted: Accepted, shared: Arc<Sh
     let reader = match (route, accepted.dialect) {
         (_, Dialect::Wire) => Reader::Wire(WireReader::new(max_frame_size)),
         (Some(route), dialect) => {
+            // A protocol client may send any frame our WELCOME allows, and a
+            // message holds whole frames (docs/protocol.md §2).
+            let max_payload_length = match dialect {
+                Dialect::WireOverWebSocket => route
+                    .max_payload_length
+                    .max(max_frame_size + MAX_HEADER_BYTES)
+                    .max(MAX_BATCH_BYTES),
+                _ => route.max_payload_length,
+            };
             let mut decoder = Decoder::new(DecoderConfig {
-                max_payload_length: route.max_payload_length,
+                max_payload_length,
                 max_fragments: route.max_fragments,
                 role: Role::Server,
             });

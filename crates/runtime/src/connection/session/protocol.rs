@@ -147,7 +147,7 @@ impl Context {
         if self.dialect == Dialect::Wire {
             self.last_frame_queued(error.ws_close_code(), error.code());
         } else {
-            self.send_close(error.ws_close_code(), error.code());
+            self.close_websocket(error.ws_close_code(), error.code());
         }
     }
 
@@ -171,16 +171,15 @@ impl Context {
     /// closing handshake; a protocol stream gets a GO_AWAY and drains: its
     /// in-flight calls complete until the peer closes or the close timeout.
     pub(super) fn go_away(&mut self) {
-        if self.dialect == Dialect::Wire {
-            self.push_go_away("ERR_GOING_AWAY", "server shutting down");
-            self.draining = true;
-            self.closing_deadline = Some(Instant::now() + self.shared.config.close_timeout);
-            self.result.get_or_insert((1001, "ERR_GOING_AWAY".into()));
-        } else {
-            if self.dialect == Dialect::WireOverWebSocket {
-                self.push_go_away("ERR_GOING_AWAY", "server shutting down");
-            }
+        if self.dialect == Dialect::WebSocket {
             self.send_close(1001, "server shutting down");
+            return;
         }
+        // Calls in flight complete (docs/protocol.md §2): the client closes
+        // once it has nothing in flight, or we do at the close timeout.
+        self.push_go_away("ERR_GOING_AWAY", "server shutting down");
+        self.draining = true;
+        self.closing_deadline = Some(Instant::now() + self.shared.config.close_timeout);
+        self.result.get_or_insert((1001, "ERR_GOING_AWAY".into()));
     }
 }

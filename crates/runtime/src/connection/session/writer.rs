@@ -22,19 +22,26 @@ impl Context {
         self.pending.push_back(frame);
     }
 
-    /// Begin the closing handshake from our side.
+    /// Close from our side. A protocol connection first gets a GO_AWAY whose
+    /// code is the reason's `ERR_*` code; a raw stream then just ends (it has
+    /// no closing handshake), a WebSocket starts its closing handshake.
     pub(super) fn send_close(&mut self, code: u16, reason: &str) {
         if self.close_sent {
             return;
         }
-        if self.dialect == Dialect::Wire {
-            // No closing handshake on a raw stream: a final GO_AWAY whose
-            // code is the reason's `ERR_*` code, then the end of the stream.
+        if self.dialect != Dialect::WebSocket {
             let wire_code = reason.split(':').next().filter(|c| c.starts_with("ERR_"));
             self.push_go_away(wire_code.unwrap_or("ERR_GOING_AWAY"), reason);
-            self.last_frame_queued(code, reason);
-            return;
+            if self.dialect == Dialect::Wire {
+                self.last_frame_queued(code, reason);
+                return;
+            }
         }
+        self.close_websocket(code, reason);
+    }
+
+    /// Begin the WebSocket closing handshake from our side.
+    pub(super) fn close_websocket(&mut self, code: u16, reason: &str) {
         self.push_frame(framing::frame_control(
             OpCode::Close,
             &close_payload(code, reason),
