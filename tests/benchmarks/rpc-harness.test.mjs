@@ -18,11 +18,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 // The runs take seconds; the first `npm install` of the peers takes longer.
 const RUN_TIMEOUT_MS = 10 * 60_000;
 
-// A call scenario, a streaming one and a bulk one; an HTTP peer and a
-// multiplexing one (one-way is checked too: http has no equivalent, so that
-// run must be recorded as not applicable rather than failed).
+// A call scenario, a streaming one and a bulk one; Switchboard (built first
+// by the runner), an HTTP peer and a multiplexing one (one-way is checked
+// too: http has no equivalent, so that run must be recorded as not
+// applicable rather than failed).
 const SCENARIOS = ['tiny-response', 'many-responses', 'payload-1mib', 'one-way'];
-const PEERS = ['http', 'qrpc'];
+const PEERS = ['switchboard', 'http', 'qrpc'];
 
 const out = mkdtempSync(path.join(os.tmpdir(), 'switchboard-rpc-bench-test-'));
 let child = null;

@@ -120,6 +120,44 @@ describe('heartbeats', () => {
     await server.close();
   });
 
+  test('ping(): a HEARTBEAT round trip in milliseconds, several in flight, alongside the heartbeat\'s own pings', async () => {
+    const server = await startReferenceServer('tcp', { handlers: makeHandlers().handlers, heartbeatMs: 30 });
+    const client = await connect(server.url, { heartbeatMs: 30, reconnect: false });
+    const rtt = await client.ping();
+    assert.equal(typeof rtt, 'number');
+    assert.ok(rtt >= 0 && rtt < 1000, `${rtt} ms`);
+    // Several at once, and calls between them: each resolves on its own pong.
+    const results = await Promise.all([client.ping(), client.call('echo', 1), client.ping(), client.ping()]);
+    assert.equal(results[1], 1);
+    for (const ms of [results[0], results[2], results[3]]) assert.ok(ms >= 0);
+    // Over a few heartbeat intervals, with the client idle in between, its
+    // own pings (whose pongs resolve nothing) interleave with ping()'s.
+    for (let i = 0; i < 5; i++) {
+      await sleep(45);
+      assert.ok((await client.ping()) >= 0);
+    }
+    const pings = server.last.frames.filter((f) => f.type === 'heartbeat' && !f.pong);
+    assert.ok(pings.length > 9, `${pings.length} pings: the 9 of ping() and the heartbeat's`);
+    assert.equal(client.state, 'open');
+    await client.close();
+    await rejectsWith(client.ping(), 'ERR_DISCONNECTED');
+    await server.close();
+  });
+
+  test('ping(): fails with ERR_DISCONNECTED when the connection is lost before the pong', async () => {
+    const server = await startReferenceServer('tcp', { handlers: makeHandlers().handlers, heartbeatMs: 0 });
+    const client = await connect(server.url, { reconnect: false });
+    server.last.freeze();
+    const pending = client.ping();
+    await sleep(20);
+    server.last.drop();
+    const error = await rejectsWith(pending, 'ERR_DISCONNECTED');
+    assert.ok(error.cause, 'the cause says why');
+    await until(() => client.state === 'closed', 'closed');
+    await rejectsWith(client.ping(), 'ERR_DISCONNECTED');
+    await server.close();
+  });
+
   test('heartbeats off (0 in WELCOME): no pings', async () => {
     const server = await startReferenceServer('tcp', { handlers: makeHandlers().handlers, heartbeatMs: 0 });
     const client = await connect(server.url, { heartbeatMs: 20 });

@@ -4,7 +4,7 @@
 //
 // Order matters: the tables show the peers in this order, and a peer named
 // `switchboard`, when present, is the reference of the "vs X" ratio columns.
-// Switchboard's entry goes first (ADAPTERS.md, "Adding Switchboard").
+// Switchboard's entry goes first (ADAPTERS.md, "Switchboard's adapter").
 //
 // Fields:
 //   name         what --peer takes; the folder under peers/
@@ -23,6 +23,29 @@
 const dir = (name) => `benchmarks/rpc/peers/${name}`;
 
 export const PEERS = [
+  {
+    name: 'switchboard',
+    label: 'Switchboard',
+    short: 'Switchboard',
+    protocol: 'Switchboard protocol v1 over TCP (binary frames, calls multiplexed on one connection)',
+    entry: `${dir('switchboard')}/server.mjs`,
+    client: `${dir('switchboard')}/client.mjs`,
+    // The name 'switchboard' reports Switchboard's version and commit.
+    packages: [],
+    env: {},
+    settings: 'server: workers 0 (handlers on the main thread), one native I/O thread, heartbeats off; client: switchboard-client, raw codec, no reconnect, no call timeouts, Nagle off',
+    unsupported: {},
+    mappings: {
+      heartbeat: 'client.ping(): a HEARTBEAT frame, answered by the server\'s native core (no JavaScript)',
+      'one-way': 'client.notify(): a one-way MESSAGE; false past 16 KiB unsent in the socket (read through the transport), drain() polls every 1 ms (the client has no drain event)',
+      'fast-reply': 'the handler returns 200: a FAST_REPLY frame, the call resolves to the integer',
+      'tiny-response': 'the 16 B as the raw payload of a MESSAGE, the same bytes back in a RESPONSE',
+      'payload-1mib/4mib': 'the payload in the MESSAGE (one frame); the length back as a FAST_REPLY',
+      'file-1mib-memory': 'a file attachment (STREAM_OPEN + STREAM_DATA under credit) from the Buffer; the server reads the stream',
+      'file-1mib-disk': 'a file attachment from fileFromPath() (fs.createReadStream, 64 KiB reads)',
+      'many-responses': 'callMany(): 99 non-final RESPONSE frames and a last one',
+    },
+  },
   {
     name: 'http',
     label: 'Node http (HTTP/1.1)',

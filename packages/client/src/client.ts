@@ -172,7 +172,9 @@ export class Client extends Emitter<ClientEvents> {
   call<T = unknown>(action: string, payload?: unknown, options?: CallOptions): Promise<T>;
   call(action: string | Action<unknown, unknown>, payload?: unknown, options?: CallOptions): Promise<unknown> {
     const name = nameOf(action);
-    return this.run(name, options, (peer, opts) => peer.call(name, payload, opts));
+    const peer = this.directPeer(options);
+    if (peer !== null) return peer.call(name, payload, options);
+    return this.run(name, options, (ready, opts) => ready.call(name, payload, opts));
   }
 
   /** Like `call`, resolving with the first `RpcResponse` (bytes, UUID, streams, files). */
@@ -180,7 +182,9 @@ export class Client extends Emitter<ClientEvents> {
   request(action: string, payload?: unknown, options?: CallOptions): Promise<RpcResponse>;
   request(action: string | Action<unknown, unknown>, payload?: unknown, options?: CallOptions): Promise<RpcResponse> {
     const name = nameOf(action);
-    return this.run(name, options, (peer, opts) => peer.request(name, payload, opts));
+    const peer = this.directPeer(options);
+    if (peer !== null) return peer.request(name, payload, options);
+    return this.run(name, options, (ready, opts) => ready.request(name, payload, opts));
   }
 
   /** Calls `action` and yields every response's value; ending the loop early cancels the call. */
@@ -213,6 +217,23 @@ export class Client extends Emitter<ClientEvents> {
       throw new RpcError(RpcErrorCode.Disconnected, `"${nameOf(action)}" cannot be sent: the client is ${this.current === 'open' ? 'changing connections' : this.current}`);
     }
     peer.notify(nameOf(action), payload, options);
+  }
+
+  /**
+   * Sends a protocol-level ping (HEARTBEAT) on the current connection and
+   * resolves with the round trip in milliseconds when the server's pong
+   * arrives (the server's native core answers it, without running any
+   * JavaScript). It does not wait for a connection: without an open one it
+   * rejects with `ERR_DISCONNECTED`, as it does when the connection is lost
+   * before the pong. No timeout of its own (the heartbeat, when on, ends a
+   * silent connection).
+   */
+  ping(): Promise<number> {
+    const connection = this.connection;
+    if (this.closing !== null || connection === null || !connection.isOpen) {
+      return Promise.reject(new RpcError(RpcErrorCode.Disconnected, `cannot ping: the client is ${this.closing === null ? this.current : 'closing'}`));
+    }
+    return connection.ping();
   }
 
   /** A proxy whose methods call the actions of the same name (see `wrap` in switchboard-protocol). */
@@ -282,13 +303,26 @@ export class Client extends Emitter<ClientEvents> {
     return this.closing === null ? (this.connection?.usablePeer ?? null) : null;
   }
 
+  /**
+   * The peer a call goes straight to, when nothing needs watching: a usable
+   * connection, and no retry after a GO_AWAY possible (`retryGoingAway` or
+   * `reconnect` off, or the call carries attachments). Else null, and the
+   * call takes `run`, which waits and retries (the same outcome, with a
+   * closure, a clock reading and a promise more per call).
+   */
+  private directPeer(options: CallOptions | undefined): Peer | null {
+    if (this.settings.retryGoingAway && this.settings.reconnect !== null && !hasAttachments(options)) return null;
+    return this.usablePeer();
+  }
+
   /** `call`/`request`: at once on a usable connection, else when one opens. */
   private run<T>(action: string, options: CallOptions | undefined, invoke: (peer: Peer, options: CallOptions | undefined) => Promise<T>): Promise<T> {
-    const started = now();
+    // The clock matters only to a timeout that must count a wait.
+    const started = (options?.timeoutMs ?? this.settings.defaultTimeoutMs) > 0 ? now() : 0;
     const peer = this.usablePeer();
     if (peer === null) return this.runLater(action, options, invoke, started);
     const result = invoke(peer, options);
-    if (!this.settings.retryGoingAway || hasAttachments(options)) return result;
+    if (!this.settings.retryGoingAway || this.settings.reconnect === null || hasAttachments(options)) return result;
     return result.catch((error: unknown) => {
       if (!this.isRetryable(error)) throw error;
       return this.runLater(action, options, invoke, started);

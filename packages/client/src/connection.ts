@@ -6,7 +6,7 @@
  */
 
 import type { Frame, GoAwayFrame, IncomingCall, IncomingHandler, WelcomeFrame } from 'switchboard-protocol';
-import { FrameDecoder, Peer, ProtocolError, encodeFrame } from 'switchboard-protocol';
+import { FrameDecoder, Peer, ProtocolError, RpcError, RpcErrorCode, encodeFrame } from 'switchboard-protocol';
 import { chosenCodec, goAwayBytes, helloBytes, localSettings, refusalMessage, serverInfo } from './handshake.js';
 import type { ConnectData, ResolvedOptions, ServerInfo } from './options.js';
 import { ClientErrorCode } from './options.js';
@@ -38,6 +38,13 @@ export interface ConnectionSettings extends ResolvedOptions {
 
 type Phase = 'connecting' | 'handshake' | 'open' | 'done';
 
+/** A `ping()` waiting for its pong: when it was sent, and its promise's ends. */
+interface PingWaiter {
+  sentAt: number;
+  resolve(ms: number): void;
+  reject(error: Error): void;
+}
+
 export class Connection {
   peer: Peer | null = null;
   server: ServerInfo | null = null;
@@ -52,6 +59,13 @@ export class Connection {
   /** `lastReceived` when the last ping went out: one ping per silence. */
   private pingedAt = -1;
   private goAwayFrame: GoAwayFrame | null = null;
+  /**
+   * Pongs owed by the server, in the order the pings went out (a server
+   * answers them in order): a `ping()` waiting, or null for a heartbeat's own.
+   */
+  private pongsOwed: (PingWaiter | null)[] = [];
+  /** Pings asked for this tick, written together from a microtask. */
+  private pingsDue = 0;
 
   constructor(
     private readonly factory: TransportFactory,
@@ -149,12 +163,17 @@ export class Connection {
 
   private onData(bytes: Uint8Array): void {
     if (this.phase !== 'handshake' && this.phase !== 'open') return;
-    this.lastReceived = now();
+    // Only the heartbeat reads it (and the WELCOME starts it): no clock reading per chunk without one.
+    if (this.heartbeatMs > 0 || this.phase === 'handshake') this.lastReceived = now();
     this.decoder.push(bytes);
     try {
       for (let frame = this.decoder.next(); frame !== null; frame = this.decoder.next()) {
-        if (this.phase === 'open') this.peer!.receive(frame);
-        else this.handshakeFrame(frame);
+        if (this.phase === 'open') {
+          this.peer!.receive(frame);
+          if (frame.type === 'heartbeat' && frame.pong && !this.ended) this.onPong();
+        } else {
+          this.handshakeFrame(frame);
+        }
         if (this.ended) return; // a violation, a refusal, or a listener closed the client
       }
       if (this.transport?.framing === 'message' && this.decoder.buffered > 0) {
@@ -246,6 +265,46 @@ export class Connection {
 
   // ------------------------------------------------------------ heartbeat
 
+  /**
+   * A HEARTBEAT ping now (after the frames the peer has batched); resolves
+   * with the round trip in milliseconds when its pong arrives.
+   */
+  ping(): Promise<number> {
+    if (this.phase !== 'open') return Promise.reject(new RpcError(RpcErrorCode.Disconnected, 'the connection is not open'));
+    return new Promise<number>((resolve, reject) => {
+      this.sendPing({ sentAt: now(), resolve, reject });
+    });
+  }
+
+  private sendPing(waiter: PingWaiter | null): void {
+    this.pongsOwed.push(waiter);
+    if (this.pingsDue++ === 0) queueMicrotask(this.writePings);
+  }
+
+  /**
+   * The pings of this tick in one write, after what the peer has batched
+   * (so that none lands between a MESSAGE and its STREAM_OPENs, §4).
+   */
+  private readonly writePings = (): void => {
+    const count = this.pingsDue;
+    this.pingsDue = 0;
+    if (this.phase !== 'open') return; // end() failed the waiters
+    this.peer?.flush();
+    if (count === 1) {
+      this.transport?.write(PING);
+      return;
+    }
+    const bytes = new Uint8Array(PING.length * count);
+    for (let i = 0; i < count; i++) bytes.set(PING, i * PING.length);
+    this.transport?.write(bytes);
+  };
+
+  private onPong(): void {
+    const waiter = this.pongsOwed.shift();
+    // An unsolicited pong (none owed) is harmless: any frame is a sign of life.
+    if (waiter != null) waiter.resolve(now() - waiter.sentAt);
+  }
+
   private scheduleHeartbeat(delay: number): void {
     if (this.heartbeatMs === 0) return;
     this.heartbeatTimer = setTimeout(this.checkHeartbeat, Math.max(1, Math.ceil(delay)));
@@ -269,10 +328,8 @@ export class Connection {
       if (this.pingedAt !== this.lastReceived) {
         this.pingedAt = this.lastReceived;
         // The peer has no ping of its own: the frame goes straight to the
-        // transport, after what the peer has batched, so that it never
-        // lands between a MESSAGE and its STREAM_OPENs (§4).
-        this.peer?.flush();
-        this.transport?.write(PING);
+        // transport (see writePings).
+        this.sendPing(null);
       }
       this.scheduleHeartbeat(2 * ms - idle);
     } else {
@@ -303,8 +360,12 @@ export class Connection {
     if (this.heartbeatTimer !== null) clearTimeout(this.heartbeatTimer);
     this.handshakeTimer = null;
     this.heartbeatTimer = null;
-    // Pending calls reject with ERR_DISCONNECTED, the cause saying why.
-    this.peer?.close(ending.error ?? new ProtocolError(ending.code, ending.message));
+    // Pending calls and pings reject with ERR_DISCONNECTED, the cause saying why.
+    const cause = ending.error ?? new ProtocolError(ending.code, ending.message);
+    this.peer?.close(cause);
+    const pings = this.pongsOwed;
+    this.pongsOwed = [];
+    for (const waiter of pings) waiter?.reject(new RpcError(RpcErrorCode.Disconnected, `the connection closed before the pong: ${ending.message}`, { cause }));
     this.hooks.ended(ending);
   }
 }

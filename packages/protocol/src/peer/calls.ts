@@ -47,13 +47,18 @@ export type CallState = 'queued' | 'sent' | 'draining' | 'done';
 /** `first`: `call`/`request`; `many`: `callMany`/`requestMany`. */
 export type CallMode = 'first' | 'many';
 
+/** No streams: shared by every call that has none (most), never mutated. */
+const NO_UPLOADS: readonly OutboundStream[] = [];
+export const NO_RESPONSE_STREAMS: readonly InboundStream[] = [];
+
 export class OutgoingCall {
   id = 0;
   state: CallState = 'queued';
   timer: unknown = null;
   abortListener: (() => void) | null = null;
-  uploads: OutboundStream[] = [];
-  responseStreams: InboundStream[] = [];
+  uploads: readonly OutboundStream[] = NO_UPLOADS;
+  /** Streams of responses handed over while the call goes on (replaced, never mutated). */
+  responseStreams: readonly InboundStream[] = NO_RESPONSE_STREAMS;
 
   constructor(
     readonly action: string,

@@ -23,7 +23,7 @@ export interface PeerCore {
   readonly goingAway: boolean;
   send(frame: Frame): void;
   /** Sends the STREAM_OPENs of a message or response just sent, then starts their data. */
-  openStreams(planned: readonly PlannedAttachment[]): OutboundStream[];
+  openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[];
   /** Something finished: resolve `whenIdle()` waiters if nothing is left. */
   checkIdle(): void;
 }

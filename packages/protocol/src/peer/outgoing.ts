@@ -6,8 +6,9 @@
 
 import type { EndFrame, ErrorFrame, FastReplyFrame, GoAwayFrame, ResponseFrame } from '../codec/index.js';
 import { Feature, ProtocolError, responseUuid, uuidToString } from '../codec/index.js';
+import { utf8Length } from '../codec/utf8.js';
 import type { CallMode, CallOptions, CallSink, NotifyOptions } from './calls.js';
-import { DISCARD, OutgoingCall, stopAttachments } from './calls.js';
+import { DISCARD, NO_RESPONSE_STREAMS, OutgoingCall, stopAttachments } from './calls.js';
 import type { PeerCore } from './core.js';
 import { RemoteError, RpcError, RpcErrorCode, messageOf } from './errors.js';
 import type { PlannedAttachment } from './files.js';
@@ -17,7 +18,6 @@ import type { InboundStream } from './streams.js';
 
 const EMPTY = new Uint8Array(0);
 const NO_STREAMS: readonly InboundStream[] = [];
-const utf8 = new TextEncoder();
 const MAX_TIMER_MS = 0x7fff_ffff;
 
 export interface PreparedMessage {
@@ -48,7 +48,8 @@ export class CallTable {
     const core = this.core;
     if (core.closed) throw new RpcError(RpcErrorCode.Disconnected, 'the connection is closed');
     if (core.goingAway) throw goingAwayError('the connection is going away');
-    const actionBytes = typeof action === 'string' ? utf8.encode(action).length : 0;
+    // Measured, not encoded: the encoder writes the name into the frame itself.
+    const actionBytes = typeof action === 'string' ? utf8Length(action) : 0;
     if (actionBytes < 1 || actionBytes > 255) {
       throw new RpcError(RpcErrorCode.InvalidArgument, `an action name is 1–255 UTF-8 bytes, got ${actionBytes}`);
     }
@@ -154,7 +155,7 @@ export class CallTable {
     if (frame.last) {
       this.finish(call);
     } else {
-      for (const stream of streams) call.responseStreams.push(stream);
+      if (streams.length > 0) call.responseStreams = call.responseStreams.concat(streams);
       if (call.mode === 'first') {
         // `call`/`request` take the first response; the rest is dropped
         // without cancelling (that would abort the streams just handed over).
@@ -232,7 +233,7 @@ export class CallTable {
   /** A call is over: free its slot, send queued calls. Returns its sink. */
   private finish(call: OutgoingCall): CallSink {
     const sink = this.settle(call);
-    call.responseStreams = [];
+    call.responseStreams = NO_RESPONSE_STREAMS;
     const core = this.core;
     while (this.queue.length > 0 && this.calls.size < core.remote.maxConcurrentCalls && !core.closed && !core.goingAway) {
       this.send(this.queue.shift()!);

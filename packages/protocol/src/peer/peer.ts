@@ -26,12 +26,40 @@ import { actionName } from './templates.js';
 import type { PeerOptions, PeerSettings, PeerStats, Timers } from './types.js';
 
 const NO_STREAMS: readonly InboundStream[] = [];
+const NO_OUTBOUND: readonly OutboundStream[] = [];
 /** Fits a GO_AWAY in the smallest allowed frame. */
 const MAX_GO_AWAY_MESSAGE = 512;
 const defaultTimers: Timers = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
+
+/**
+ * `call`'s sink: the first response's value settles the promise. A class
+ * rather than an object of closures: one allocation per call instead of three.
+ */
+class FirstValue implements CallSink {
+  constructor(
+    private readonly resolve: (value: unknown) => void,
+    readonly fail: (error: Error) => void,
+  ) {}
+
+  response(response: RpcResponse): void {
+    stopAttachments(response); // `call` gives the value only: `request` gives streams and files
+    let value: unknown;
+    try {
+      value = response.value;
+    } catch (error) {
+      this.fail(error as Error);
+      return;
+    }
+    this.resolve(value);
+  }
+
+  end(): void {
+    this.resolve(undefined);
+  }
+}
 
 /** The frame whose STREAM_OPENs are being received. */
 interface Collecting {
@@ -133,19 +161,7 @@ export class Peer {
   call<T = unknown>(action: string, payload?: unknown, options?: CallOptions): Promise<T>;
   call(action: string | Action<unknown, unknown>, payload?: unknown, options?: CallOptions): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const sink: CallSink = {
-        response: (response) => {
-          stopAttachments(response); // `call` gives the value only: `request` gives streams and files
-          try {
-            resolve(response.value);
-          } catch (error) {
-            reject(error);
-          }
-        },
-        end: () => resolve(undefined),
-        fail: reject,
-      };
-      this.calls.start(actionName(action), payload, options, sink, 'first');
+      this.calls.start(actionName(action), payload, options, new FirstValue(resolve, reject), 'first');
     });
   }
 
@@ -293,8 +309,8 @@ export class Peer {
   }
 
   /** Sends the STREAM_OPENs of the message or response just sent, then starts sending their data. */
-  private openStreams(planned: readonly PlannedAttachment[]): OutboundStream[] {
-    if (planned.length === 0) return [];
+  private openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[] {
+    if (planned.length === 0) return NO_OUTBOUND;
     const streams: OutboundStream[] = [];
     const host = { send: (frame: Frame) => this.out.send(frame), released: (stream: OutboundStream) => this.released(stream) };
     for (const { source, file } of planned) {
