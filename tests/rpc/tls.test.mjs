@@ -44,6 +44,10 @@ async function startTls(tlsOptions) {
   const server = new Server({ workers: 0 });
   server.rpc.action('hello', (call) => ({ transport: call.connection.transport, name: call.decode() }));
   server.rpc.action('big', (call) => new Uint8Array(call.decode()).fill(7));
+  server.rpc.action('tls', (call) => {
+    const { serverName, protocol, cipher, peerCertificate } = call.connection.tls;
+    return { serverName: serverName ?? null, protocol, cipher, client: peerCertificate?.subject ?? null, clientIssuer: peerCertificate?.issuer ?? null };
+  });
   const [address] = await server.listen([{ host: '127.0.0.1', port: 0, protocol: 'rpc', tls: tlsOptions }]);
   return { server, port: address.port };
 }
@@ -53,6 +57,12 @@ test('calls over tls:// with the server certificate checked against its CA', asy
   t.after(() => server.close());
   const client = await connect(`tls://127.0.0.1:${port}`, { tls: { servername: 'localhost', ca: ca.cert }, reconnect: false });
   assert.deepEqual(await client.call('hello', 'x'), { transport: 'tls', name: 'x' });
+  // The handshake's results reach the handlers.
+  const info = await client.call('tls');
+  assert.equal(info.serverName, 'localhost');
+  assert.equal(info.protocol, 'TLSv1.3');
+  assert.match(info.cipher, /^TLS13_/);
+  assert.equal(info.client, null);
   // A large reply crosses many TLS records (and socket writes) intact.
   const big = await client.call('big', 3_000_000);
   assert.equal(big.length, 3_000_000);
@@ -79,7 +89,12 @@ test('SNI chooses the certificate; an unknown name gets the default one', async 
   // The client names the server it wants, and checks what it gets.
   const client = await connect(`tls://127.0.0.1:${port}`, { tls: { servername: 'other.test', ca: ca.cert }, reconnect: false });
   assert.deepEqual(await client.call('hello', 'sni'), { transport: 'tls', name: 'sni' });
+  assert.equal((await client.call('tls')).serverName, 'other.test');
   await client.close();
+  // Without SNI (a bare IP address and no servername), the default certificate and no name.
+  const bare = await connect(`tls://127.0.0.1:${port}`, { tls: { ca: ca.cert, checkServerIdentity: () => undefined }, reconnect: false });
+  assert.equal((await bare.call('tls')).serverName, null);
+  await bare.close();
 });
 
 test('client certificates: required ones are checked, optional ones may be absent', async (t) => {
@@ -88,6 +103,10 @@ test('client certificates: required ones are checked, optional ones may be absen
   t.after(() => Promise.all([required.server.close(), optional.server.close()]));
   const withCert = await connect(`tls://127.0.0.1:${required.port}`, { tls: { servername: 'localhost', ca: ca.cert, cert: clientCert.cert, key: clientCert.key }, reconnect: false });
   assert.deepEqual(await withCert.call('hello', 'cert'), { transport: 'tls', name: 'cert' });
+  // The verified client certificate, for authorisation by its subject.
+  const { client: subject, clientIssuer } = await withCert.call('tls');
+  assert.equal(subject, 'CN=client-1');
+  assert.equal(clientIssuer, 'CN=client-ca');
   await withCert.close();
   await assert.rejects(async () => {
     const anonymous = await connect(`tls://127.0.0.1:${required.port}`, { tls: { servername: 'localhost', ca: ca.cert }, reconnect: false });
@@ -96,6 +115,7 @@ test('client certificates: required ones are checked, optional ones may be absen
   });
   const anonymous = await connect(`tls://127.0.0.1:${optional.port}`, { tls: { servername: 'localhost', ca: ca.cert }, reconnect: false });
   assert.deepEqual(await anonymous.call('hello', 'none'), { transport: 'tls', name: 'none' });
+  assert.equal((await anonymous.call('tls')).client, null);
   await anonymous.close();
   // A certificate from another CA is refused even where one is optional.
   const stranger = issue(ca, 'stranger', { server: false });

@@ -21,8 +21,11 @@
 //! - `CLOSE`: id conn, u16 code, reason (the rest, UTF-8)
 //! - `DRAIN`: id conn
 //! - `RPC_OPEN`: id conn, u16 route (`0xFFFF` for a protocol listener), u8
-//!   transport (0 TCP, 1 Unix, 2 WebSocket), str remote address, u32 HELLO
-//!   length, the client's HELLO frame, our WELCOME frame (the rest). A
+//!   transport (0 TCP, 1 Unix, 2 WebSocket, 3 TLS), str remote address, u8
+//!   TLS present (0/1) and when 1: str server name (empty: no SNI), str
+//!   protocol version, str cipher suite, u32 length + the client
+//!   certificate's DER (length 0: none); then u32 HELLO length, the
+//!   client's HELLO frame, our WELCOME frame (the rest). A
 //!   protocol connection's frames then arrive as `MESSAGE`s (binary, one
 //!   frame each).
 

@@ -13,6 +13,8 @@ use std::io::{self, IoSlice};
 use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UnixStream};
 
+pub(crate) use crate::tls::TlsInfo;
+
 /// A connected, non-blocking byte stream.
 pub(crate) trait Socket: Send + Sync + 'static {
     fn readable(&self) -> impl Future<Output = io::Result<()>> + Send;
@@ -25,6 +27,11 @@ pub(crate) trait Socket: Send + Sync + 'static {
     /// flushes them with an empty write, until there are none.
     fn has_buffered_output(&self) -> bool {
         false
+    }
+    /// What the TLS handshake settled (server name, client certificate...);
+    /// `None` for plain sockets, and for TLS before the handshake is done.
+    fn tls_info(&self) -> Option<TlsInfo> {
+        None
     }
     /// Half-close: no more writes (the peer reads end of stream).
     fn shutdown(&mut self) -> impl Future<Output = io::Result<()>> + Send;

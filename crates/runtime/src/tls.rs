@@ -136,6 +136,21 @@ pub fn server_config(options: &TlsOptions) -> io::Result<Arc<ServerConfig>> {
     Ok(Arc::new(builder.with_cert_resolver(resolver)))
 }
 
+/// What a completed TLS handshake settled, for the application: the
+/// connection's `tls` in JavaScript.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsInfo {
+    /// The name the client asked for (SNI); empty when it sent none.
+    pub server_name: String,
+    /// `TLSv1.3` or `TLSv1.2` (the names Node's `getProtocol()` uses).
+    pub protocol: &'static str,
+    /// The cipher suite, in IANA's naming (`TLS13_AES_128_GCM_SHA256`).
+    pub cipher: String,
+    /// The client's certificate (DER), verified against the listener's CA;
+    /// empty when it sent none.
+    pub peer_certificate: Vec<u8>,
+}
+
 /// A TLS server connection over TCP, with the readiness interface of
 /// [`Socket`].
 pub(crate) struct TlsSocket {
@@ -256,6 +271,33 @@ impl Socket for TlsSocket {
 
     fn has_buffered_output(&self) -> bool {
         self.tls.lock().wants_write()
+    }
+
+    fn tls_info(&self) -> Option<TlsInfo> {
+        let tls = self.tls.lock();
+        if tls.is_handshaking() {
+            return None;
+        }
+        let protocol = match tls.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "unknown",
+        };
+        let cipher = tls
+            .negotiated_cipher_suite()
+            .and_then(|suite| suite.suite().as_str())
+            .unwrap_or("unknown")
+            .to_string();
+        Some(TlsInfo {
+            server_name: tls.server_name().unwrap_or_default().to_string(),
+            protocol,
+            cipher,
+            peer_certificate: tls
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .map(|leaf| leaf.to_vec())
+                .unwrap_or_default(),
+        })
     }
 
     async fn shutdown(&mut self) -> io::Result<()> {

@@ -267,6 +267,7 @@ export class Dispatcher {
       id: event.id,
       transport: event.transport,
       remoteAddress: event.remoteAddress,
+      tls: event.tls,
       // Views into the batch: copy what the connection keeps for its life.
       hello: { ...(hello as HelloFrame), seed: hello.seed.slice(), data: hello.data.slice() },
       welcome: { ...(welcome as WelcomeFrame), seed: welcome.seed.slice() },

@@ -51,15 +51,26 @@ export interface RpcOpenEvent {
   id: number;
   /** The WebSocket route it came through; `NO_ROUTE` for a protocol listener. */
   route: number;
-  /** 0 TCP, 1 Unix, 2 WebSocket. */
+  /** 0 TCP, 1 Unix, 2 WebSocket, 3 TLS. */
   transport: number;
   remoteAddress: string;
+  /** What the TLS handshake settled (TLS listeners only). */
+  tls: NativeTlsInfo | undefined;
   /** The client's HELLO frame. */
   hello: Buffer;
   /** The WELCOME frame the server answered with. */
   welcome: Buffer;
 }
 export const NO_ROUTE = 0xffff;
+/** The TLS block of `RPC_OPEN`, as the native core sends it. */
+export interface NativeTlsInfo {
+  /** Empty when the client sent no server name. */
+  serverName: string;
+  protocol: string;
+  cipher: string;
+  /** DER; empty when the client sent no certificate. */
+  peerCertificate: Buffer;
+}
 export type NativeEvent = UpgradeEvent | OpenEvent | MessageEvent | CloseEvent | DrainEvent | RpcOpenEvent;
 
 class Reader {
@@ -145,11 +156,23 @@ export function decodeBatch(
         const route = r.u16();
         const transport = batch[r.offset++]!;
         const remoteAddress = r.str();
+        let tls: NativeTlsInfo | undefined;
+        if (batch[r.offset++] === 1) {
+          const serverName = r.str();
+          const protocol = r.str();
+          const cipher = r.str();
+          const certificateLength = batch.readUInt32LE(r.offset);
+          const certificateStart = r.offset + 4;
+          // Copied: the batch buffer is reused once this event is handled.
+          const peerCertificate = Buffer.from(batch.subarray(certificateStart, certificateStart + certificateLength));
+          r.offset = certificateStart + certificateLength;
+          tls = { serverName, protocol, cipher, peerCertificate };
+        }
         const helloLength = batch.readUInt32LE(r.offset);
         const helloStart = r.offset + 4;
         const hello = batch.subarray(helloStart, helloStart + helloLength);
         const welcome = batch.subarray(helloStart + helloLength, end);
-        onEvent({ kind, id, route, transport, remoteAddress, hello, welcome });
+        onEvent({ kind, id, route, transport, remoteAddress, tls, hello, welcome });
         break;
       }
       case KIND_UPGRADE: {

@@ -6,6 +6,7 @@
  * (calls in both directions, streams, flow control, cancellation) is the
  * peer's, the same code the client runs.
  */
+import { X509Certificate } from 'node:crypto';
 import {
   type Action,
   type CallOptions,
@@ -22,6 +23,7 @@ import {
   type WelcomeFrame,
   ProtocolError,
 } from 'switchboard-protocol';
+import type { NativeTlsInfo } from '../internal/events.js';
 import { native, type NativeServerHandle } from '../native.js';
 import type { RpcCall, RpcService } from './service.js';
 
@@ -30,12 +32,49 @@ export type RpcTransport = 'tcp' | 'unix' | 'websocket' | 'tls';
 /** Indexed by the native transport byte (`crates/runtime/src/connection/session/mod.rs`). */
 const TRANSPORTS: readonly RpcTransport[] = ['tcp', 'unix', 'websocket', 'tls'];
 
+/** What the TLS handshake of a `tls` connection settled. */
+export interface RpcTlsInfo {
+  /** The server name the client asked for (SNI), or `undefined` without one. */
+  readonly serverName: string | undefined;
+  /** `TLSv1.3` or `TLSv1.2`. */
+  readonly protocol: string;
+  /** The cipher suite (IANA name, e.g. `TLS13_AES_128_GCM_SHA256`). */
+  readonly cipher: string;
+  /**
+   * The client's certificate, already verified against the listener's `ca`
+   * (parsed on first read), or `undefined` when it sent none.
+   */
+  readonly peerCertificate: X509Certificate | undefined;
+}
+
+/** Parses the certificate only when the application looks at it. */
+class TlsInfo implements RpcTlsInfo {
+  readonly serverName: string | undefined;
+  readonly protocol: string;
+  readonly cipher: string;
+  #der: Buffer;
+  #certificate: X509Certificate | undefined;
+
+  constructor(native: NativeTlsInfo) {
+    this.serverName = native.serverName === '' ? undefined : native.serverName;
+    this.protocol = native.protocol;
+    this.cipher = native.cipher;
+    this.#der = native.peerCertificate;
+  }
+
+  get peerCertificate(): X509Certificate | undefined {
+    if (this.#certificate === undefined && this.#der.length > 0) this.#certificate = new X509Certificate(this.#der);
+    return this.#certificate;
+  }
+}
+
 export interface RpcConnectionInit {
   handle: NativeServerHandle;
   serverId: number;
   id: number;
   transport: number;
   remoteAddress: string;
+  tls: NativeTlsInfo | undefined;
   hello: HelloFrame;
   welcome: WelcomeFrame;
   service: RpcService;
@@ -47,6 +86,8 @@ export class RpcConnection<UserData = unknown> {
   readonly id: number;
   readonly transport: RpcTransport;
   readonly remoteAddress: string;
+  /** TLS connections: the server name, protocol, cipher and client certificate. */
+  readonly tls: RpcTlsInfo | undefined;
   /** The payload codec negotiated (`raw`, `json`, `msgpack`). */
   readonly codec: string;
   /** The connect data the client sent in its HELLO (a token, for instance). */
@@ -61,6 +102,7 @@ export class RpcConnection<UserData = unknown> {
     this.handle = init.handle;
     this.transport = TRANSPORTS[init.transport] ?? 'tcp';
     this.remoteAddress = init.remoteAddress;
+    this.tls = init.tls && new TlsInfo(init.tls);
     this.codec = init.welcome.codec;
     this.connectData = init.hello.data;
     const { serverId, id } = init;

@@ -32,7 +32,7 @@ use crate::config::SlowConsumerPolicy;
 use crate::events::{body, EventQueue, KIND_CLOSE, KIND_MESSAGE, KIND_OPEN};
 use crate::outbound::Outbound;
 use crate::server::{Connection, Shared};
-use crate::socket::Socket;
+use crate::socket::{Socket, TlsInfo};
 use crate::stats;
 
 /// How a session frames what it reads and writes.
@@ -184,6 +184,8 @@ pub(super) async fn run<S: Socket>(stream: S, accepted: Accepted, shared: Arc<Sh
             closing_deadline: None,
             handshake_deadline: (accepted.dialect != Dialect::WebSocket)
                 .then(|| now + shared.config.handshake_timeout),
+            tls_pending: accepted.transport == transport::TLS,
+            tls: None,
         },
         reader,
     };
@@ -262,6 +264,11 @@ struct Context {
     closing_deadline: Option<Instant>,
     /// Protocol connections must complete their HELLO by then.
     handshake_deadline: Option<Instant>,
+    /// A TLS connection whose handshake results are not taken yet.
+    tls_pending: bool,
+    /// What its TLS handshake settled, for the `RPC_OPEN` event (taken
+    /// with the first plaintext, which comes after the handshake).
+    tls: Option<Box<TlsInfo>>,
 }
 
 enum ReadOutcome {
@@ -383,6 +390,10 @@ impl Session {
             });
             match outcome {
                 _ if received > 0 => {
+                    if self.ctx.tls_pending {
+                        self.ctx.tls = stream.tls_info().map(Box::new);
+                        self.ctx.tls_pending = self.ctx.tls.is_none();
+                    }
                     self.on_bytes(&mut buffer[..received]);
                     ReadOutcome::Progress
                 }

@@ -110,12 +110,26 @@ impl Context {
                 self.handshake_deadline = None;
                 let id = self.connection.id;
                 let (route, transport, remote) = (self.route_index, self.transport, &self.remote);
+                let tls = self.tls.take();
                 let welcome_frame = &reply[preface_len..];
                 self.queue.push(KIND_RPC_OPEN, |out| {
                     body::id(out, id);
                     body::u16(out, route);
                     out.push(transport);
                     body::str(out, remote);
+                    match tls {
+                        None => out.push(0),
+                        Some(tls) => {
+                            out.push(1);
+                            body::str(out, &tls.server_name);
+                            body::str(out, tls.protocol);
+                            body::str(out, &tls.cipher);
+                            out.extend_from_slice(
+                                &(tls.peer_certificate.len() as u32).to_le_bytes(),
+                            );
+                            out.extend_from_slice(&tls.peer_certificate);
+                        }
+                    }
                     out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
                     out.extend_from_slice(raw);
                     out.extend_from_slice(welcome_frame);
