@@ -4,6 +4,7 @@
 // client's own graceful close.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { RpcError } from 'switchboard';
 import { rejectsWith, sleep, startServer, until } from '../fixtures/rpc-e2e.mjs';
 
 function setup(state) {
@@ -149,6 +150,45 @@ for (const transport of ['tcp', 'ws']) {
       assert.deepEqual(await theirs, { value: 'client waited 150' });
       await until(() => rpc.closed.length === 1, 'the server side closes');
       await rejectsWith(client.call('slow', { ms: 1, value: 'x' }), 'ERR_DISCONNECTED');
+    } finally {
+      await rpc.close();
+    }
+  });
+}
+
+for (const transport of ['tcp', 'ws']) {
+  test(`an async onOpen over ${transport}: calls wait for it; its RpcError refuses the client`, async () => {
+    const opened = [];
+    const rpc = await startServer((server) => server.action('me', (call) => call.connection.data ?? null), {
+      onOpen: async (connection) => {
+        // A slow check of the connect data (a token lookup, say).
+        await sleep(60);
+        const token = new TextDecoder().decode(connection.connectData);
+        opened.push(token);
+        if (token !== 'secret') throw new RpcError('ERR_UNAUTHORIZED', 'unknown token');
+        connection.data = { user: 'ada' };
+      },
+    });
+    try {
+      const client = await rpc.connect(transport, { connectData: 'secret' });
+      // Sent at once, dispatched only once the hook has set the data.
+      assert.deepEqual(await Promise.all([client.call('me'), client.call('me')]), [{ user: 'ada' }, { user: 'ada' }]);
+      await client.close();
+
+      const refused = await rpc.connect(transport, { connectData: 'forged' });
+      const goAways = [];
+      refused.on('goaway', (event) => goAways.push([event.code, event.message]));
+      const outcome = await settle(refused.call('me', undefined, { timeoutMs: 3000 }));
+      assert.ok(outcome.error, `the refused client's call fails (got ${JSON.stringify(outcome)})`);
+      assert.notEqual(outcome.error, 'ERR_TIMEOUT');
+      assert.equal(goAways.length, 1);
+      assert.equal(goAways[0][0], 'ERR_UNAUTHORIZED');
+      assert.match(goAways[0][1], /unknown token/);
+      await until(() => rpc.closed.length === 2, 'both server sides close');
+      assert.deepEqual(opened, ['secret', 'forged']);
+      // A refusal is an answer, not a failure of the server's code.
+      assert.deepEqual(rpc.handlerErrors, []);
+      await refused.close();
     } finally {
       await rpc.close();
     }

@@ -40,7 +40,7 @@ export {
   type RpcMiddleware,
   type RpcErrorHandler,
 } from './rpc/service.js';
-export { RpcConnection, type RpcTransport } from './rpc/connection.js';
+export { RpcConnection, type RpcTlsInfo, type RpcTransport } from './rpc/connection.js';
 // The protocol's own vocabulary, so an app needs one import.
 export {
   defineAction,

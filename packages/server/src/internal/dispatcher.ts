@@ -8,7 +8,7 @@ import type { App, RegisteredRoute, UpgradeResponse } from '../app.js';
 import { type NativeServerHandle, native } from '../native.js';
 import { UpgradeRejection } from '../errors.js';
 import { WebSocket } from '../websocket.js';
-import { decodeFrame, type HelloFrame, type WelcomeFrame } from 'switchboard-protocol';
+import { decodeFrame, RpcError, type HelloFrame, type WelcomeFrame } from 'switchboard-protocol';
 import { RpcConnection } from '../rpc/connection.js';
 import {
   KIND_CLOSE,
@@ -276,11 +276,34 @@ export class Dispatcher {
       onHandlerError: (error, call) => this.report({ handler: 'rpc', connection: call.connection.id, error }),
     });
     this.rpc.set(event.id, connection);
+    const refuse = (error: unknown) => {
+      // An RpcError is the hook's answer (ERR_UNAUTHORIZED, say): the client
+      // gets its code and message. Anything else is a bug in the hook.
+      if (error instanceof RpcError) {
+        connection.close(error.code, error.message);
+      } else {
+        this.report({ handler: 'open', connection: event.id, error });
+        connection.close('ERR_HANDLER_FAILED');
+      }
+    };
+    let opened: unknown;
     try {
-      service.hooks.open?.(connection);
+      opened = service.hooks.open?.(connection);
     } catch (error) {
-      this.report({ handler: 'open', connection: event.id, error });
-      connection.close('ERR_HANDLER_FAILED');
+      refuse(error);
+      return;
+    }
+    if (isThenable(opened)) {
+      // No call is dispatched before the hook is done (it may be checking
+      // the connect data): the frames wait, in order.
+      connection.hold();
+      opened.then(
+        () => connection.release(),
+        (error: unknown) => {
+          connection.discardHeld();
+          refuse(error);
+        },
+      );
     }
   }
 
@@ -291,7 +314,8 @@ export class Dispatcher {
       this.rpc.delete(event.id);
       connection.closed(event.code, event.reason);
       try {
-        this.app.rpc.hooks.close?.(connection, event.code, event.reason);
+        const closed = this.app.rpc.hooks.close?.(connection, event.code, event.reason);
+        if (isThenable(closed)) closed.then(undefined, (error: unknown) => this.report({ handler: 'close', connection: event.id, error }));
       } catch (error) {
         this.report({ handler: 'close', connection: event.id, error });
       }
@@ -348,4 +372,8 @@ export class Dispatcher {
       onError(error);
     }
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

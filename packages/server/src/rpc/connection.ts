@@ -126,8 +126,34 @@ export class RpcConnection<UserData = unknown> {
     });
   }
 
+  /** @internal Frames held back while the open hook runs. */
+  private held: Uint8Array[] | undefined;
+
+  /** @internal Keep incoming frames (in order) until `release()`. */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** @internal Process the frames held back, then go on as usual. */
+  release(): void {
+    const held = this.held;
+    this.held = undefined;
+    if (held === undefined || this.peer.isClosed) return;
+    for (const bytes of held) this.receive(bytes);
+  }
+
+  /** @internal Drop the frames held back (the client was refused). */
+  discardHeld(): void {
+    if (this.held) this.held = [];
+  }
+
   /** @internal A frame the native side delivered (already checked). */
   receive(bytes: Uint8Array): void {
+    if (this.held) {
+      // A copy: `bytes` is a view into a batch the native side reuses.
+      this.held.push(new Uint8Array(bytes));
+      return;
+    }
     let decoded;
     try {
       decoded = decodeFrame(bytes, 0, Number.MAX_SAFE_INTEGER);

@@ -36,9 +36,9 @@ export type RpcErrorHandler = (error: unknown, call: RpcCall) => unknown;
 
 export interface RpcServiceHooks {
   /** A client completed its handshake. */
-  open?(connection: RpcConnection): void;
+  open?(connection: RpcConnection): unknown;
   /** A client's connection ended (its pending calls were already failed). */
-  close?(connection: RpcConnection, code: number, reason: string): void;
+  close?(connection: RpcConnection, code: number, reason: string): unknown;
 }
 
 export class RpcService {
@@ -81,13 +81,21 @@ export class RpcService {
     return this;
   }
 
-  /** Be told when clients connect and leave (to call them, or keep track). */
-  onOpen(hook: (connection: RpcConnection) => void): this {
+  /**
+   * Be told when clients connect (to check their `connectData` or TLS
+   * certificate, set `connection.data`, call them). While a promise the
+   * hook returns is pending, the connection's calls wait: none is
+   * dispatched before it resolves. Throwing (or rejecting with) an
+   * `RpcError` refuses the client: it gets a GO_AWAY with that code and
+   * message, and the connection closes; any other error is reported as
+   * `handlerError` and closes it with `ERR_HANDLER_FAILED`.
+   */
+  onOpen(hook: (connection: RpcConnection) => void | Promise<void>): this {
     this.hooks.open = hook;
     return this;
   }
 
-  onClose(hook: (connection: RpcConnection, code: number, reason: string) => void): this {
+  onClose(hook: (connection: RpcConnection, code: number, reason: string) => void | Promise<void>): this {
     this.hooks.close = hook;
     return this;
   }
