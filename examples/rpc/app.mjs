@@ -16,13 +16,20 @@
 //   whoAmI                the server calls the client (`client.describe`)
 //   slow { ms }           waits, unless the caller cancels or times out
 //   math.*                an object's methods, exposed (client: wrap)
+//   feed.join             subscribes this connection to the channel `feed`
+//   feed.post text        publishes { kind: 'post', text, from } to `feed`:
+//                         the number of subscribers it reached
+//   feed.leave            unsubscribes
 //
 // On connect the server sends the client a one-way `server.welcome`.
+// Whatever is published to `feed` (here, and server.mjs's clock) reaches
+// each subscriber as a one-way message `feed` (client.handle('feed', fn)).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RpcError, defineApp, openStream } from 'switchboard';
+import { msgpackCodec } from 'switchboard-protocol';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -89,7 +96,12 @@ export default defineApp((app) => {
     })
     .action('stats', (call) => {
       const { logs, cancelled } = call.connection.data;
-      return { logs: logs.length, lastLog: logs.at(-1) ?? null, cancelled, transport: call.connection.transport, worker: app.workerIndex };
+      // Over TLS: the name the client asked for (SNI) and its verified certificate.
+      const tls = call.connection.tls && {
+        serverName: call.connection.tls.serverName ?? null,
+        client: call.connection.tls.peerCertificate?.subject ?? null,
+      };
+      return { logs: logs.length, lastLog: logs.at(-1) ?? null, cancelled, transport: call.connection.transport, worker: app.workerIndex, tls };
     })
     .action('upload', (call) => digest(call.stream))
     .action('uploadFiles', async (call) => {
@@ -127,7 +139,22 @@ export default defineApp((app) => {
       });
       return call.signal.aborted ? undefined : `waited ${ms} ms`;
     })
-    .expose(math, { prefix: 'math.' });
+    .expose(math, { prefix: 'math.' })
+    // Channels: a publish is framed once, natively, for every subscriber,
+    // and goes out as published: no per-connection encoding. So the feed
+    // is MessagePack (what the Node client and the page negotiate by
+    // default), and a connection with another codec is refused.
+    .action('feed.join', (call) => {
+      if (call.connection.codec !== 'msgpack') {
+        throw new RpcError('ERR_UNSUPPORTED_CODEC', `the feed is published as msgpack, this connection speaks ${call.connection.codec}`);
+      }
+      return call.connection.subscribe('feed');
+    })
+    .action('feed.post', (call) => {
+      const item = { kind: 'post', text: String(call.decode()), from: call.connection.id };
+      return app.publish('feed', msgpackCodec.encode(item)); // the recipients, this one included if subscribed
+    })
+    .action('feed.leave', (call) => call.connection.unsubscribe('feed'));
 
   app.rpc.onOpen((connection) => {
     connection.data = { logs: [], cancelled: 0 };

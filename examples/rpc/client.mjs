@@ -5,12 +5,19 @@
 //   node examples/rpc/client.mjs [url]
 //
 // url: tcp://127.0.0.1:8081 (the default; or $URL),
-// unix:/tmp/switchboard-rpc-example.sock, ws://127.0.0.1:8080/rpc.
+// tls://127.0.0.1:8082, unix:/tmp/switchboard-rpc-example.sock,
+// ws://127.0.0.1:8080/rpc. Over tls:// it trusts the example's CA and
+// presents the client certificate, both from the server's certificate
+// directory (TLS_DIR, as for the server; see certs.mjs), and also shows
+// SNI and a client without a certificate being refused.
 // Exits with 1 (after saying why) if anything is not as expected.
 import { createHash } from 'node:crypto';
+import tls from 'node:tls';
 import { RemoteError, connect, openStream } from 'switchboard-client/node';
+import { SECOND_NAME, certificateDir, readCertificates } from './certs.mjs';
 
 const url = process.argv[2] ?? process.env.URL ?? 'tcp://127.0.0.1:8081';
+const overTls = url.startsWith('tls:');
 
 function check(condition, what) {
   if (!condition) throw new Error(`unexpected: ${what}`);
@@ -38,9 +45,30 @@ const handlers = {
   'client.describe': (payload) => `a Node ${process.version} client (pid ${process.pid}), asked by ${payload.askedBy}`,
 };
 
+/**
+ * Options for `tls.connect`: trust the example's CA, present the client
+ * certificate (unless `anonymous`), and note the subject of the certificate
+ * the server presented (`presented`) while checking it as usual.
+ */
+function tlsOptions({ servername, anonymous = false } = {}) {
+  const certificates = readCertificates(certificateDir());
+  const options = {
+    ca: certificates.ca,
+    checkServerIdentity(host, certificate) {
+      options.presented = certificate.subject.CN;
+      return tls.checkServerIdentity(host, certificate);
+    },
+  };
+  if (!anonymous) Object.assign(options, certificates.client);
+  if (servername) options.servername = servername; // else the URL's host name (none for an IP address)
+  return options;
+}
+
 let client;
+let mainTls;
 try {
-  client = await connect(url, { handlers, connectData: 'example-token' });
+  if (overTls) mainTls = tlsOptions();
+  client = await connect(url, { handlers, connectData: 'example-token', ...(overTls ? { tls: mainTls } : {}) });
 } catch (error) {
   console.error(`cannot connect to ${url}: ${error.code} ${error.message} (is examples/rpc/server.mjs running?)`);
   process.exit(1);
@@ -135,6 +163,49 @@ try {
   const after = await client.call('stats');
   check(cancelled === 'ERR_CANCELLED' && timedOut === 'ERR_TIMEOUT' && after.cancelled === 2, 'cancellation');
   console.log(`cancellation: slow(5000) aborted → ${cancelled}, with timeoutMs 50 → ${timedOut}; the server saw ${after.cancelled} cancels`);
+
+  // Channels: once subscribed, what anyone publishes to `feed` arrives as a
+  // one-way message named after the channel: a post (published by the
+  // action's worker) and the server's clock (published by its main thread).
+  const feed = [];
+  let fed;
+  const feedWaiting = new Promise((resolve) => (fed = resolve));
+  const mine = (item) => item.kind === 'post' && item.from === hello.connection;
+  client.handle('feed', (item) => {
+    feed.push(item);
+    if (feed.some(mine) && feed.some((i) => i.kind === 'tick')) fed();
+  });
+  const joined = await client.call('feed.join');
+  const reached = await client.call('feed.post', 'hello, feed');
+  const timeout = setTimeout(fed, 5000); // at most: a tick comes every TICK_MS
+  await feedWaiting;
+  clearTimeout(timeout);
+  const tick = feed.find((i) => i.kind === 'tick');
+  check(joined === true && reached >= 1 && feed.some(mine) && tick !== undefined, `feed (received ${JSON.stringify(feed)})`);
+  check(await client.call('feed.leave'), 'feed.leave');
+  console.log(`channels: feed.join, feed.post → published to ${reached} subscriber(s); received "${feed.find(mine).text}" and the server's tick #${tick.n}`);
+
+  if (overTls) {
+    // TLS: which certificate the server chose for the name asked (SNI),
+    // and client certificates required by the server.
+    check(mainTls.presented === 'localhost' && hello.transport === 'tls', 'tls');
+    const sniTls = tlsOptions({ servername: SECOND_NAME });
+    const second = await connect(url, { tls: sniTls, reconnect: false });
+    const secondStats = await second.call('stats');
+    await second.close();
+    check(sniTls.presented === SECOND_NAME && secondStats.transport === 'tls', 'SNI');
+    // What the server's handlers see of it (connection.tls).
+    const ours = await client.call('stats');
+    check(ours.tls?.client === 'CN=example-client' && secondStats.tls?.serverName === SECOND_NAME, `connection.tls (${JSON.stringify([ours.tls, secondStats.tls])})`);
+    // Refused in the handshake; with TLS 1.3 that may show only once the
+    // client reads, hence the call.
+    const refused = await connect(url, { tls: tlsOptions({ anonymous: true }), reconnect: false })
+      .then((anonymous) => anonymous.call('stats', undefined, { timeoutMs: 2000 }).finally(() => anonymous.close()))
+      .then(() => 'accepted', (error) => error.code);
+    check(refused !== 'accepted', 'a client without a certificate was accepted');
+    console.log(`tls: no SNI → CN=${mainTls.presented}, servername ${SECOND_NAME} → CN=${sniTls.presented} (both verified against the example CA); without a client certificate → refused (${refused})`);
+    console.log(`tls, server side: the handlers saw the client certificate ${ours.tls.client}, and the SNI name ${secondStats.tls.serverName}`);
+  }
 } catch (error) {
   console.error(`FAILED over ${url}:`, error);
   process.exitCode = 1;

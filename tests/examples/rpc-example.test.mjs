@@ -1,17 +1,23 @@
 // The RPC example (examples/rpc) as a user runs it: server.mjs and
 // client.mjs as child processes with plain `node`; the client goes over
-// TCP, the Unix socket and WebSocket and must print a line per feature and
-// exit 0. Then the browser page (browser.html, served by the example with
-// the client's modules) runs its tour in a headless Chromium, and SIGINT
-// stops the server cleanly.
+// TCP, TLS (the server's throwaway certificates: SNI, a required client
+// certificate), the Unix socket and WebSocket and must print a line per
+// feature, the channel's messages included, and exit 0. typed-client.mts
+// is compiled with the repository's TypeScript (examples/rpc/tsconfig.json:
+// its `@ts-expect-error` lines must stay errors) and run. Then the browser
+// page (browser.html, served by the example with the client's modules) runs
+// its tour in a headless Chromium, and SIGINT stops the server cleanly.
+//
+// Every child gets its own TMPDIR, where the server makes its certificates
+// and the client reads them.
 //
 // The browser part needs /usr/bin/chromium (scripts/setup-browser.sh
 // installs it; the test runs it first) and the playwright-core devDependency.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { launchChromium } from '../helpers/chromium.mjs';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -19,6 +25,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const socket = path.join(os.tmpdir(), `sb-rpc-example-${process.pid}.sock`);
+const tmpdir = mkdtempSync(path.join(os.tmpdir(), 'sb-rpc-example-'));
+const childEnv = { ...process.env, TMPDIR: tmpdir };
+delete childEnv.TLS_DIR;
 
 let server;
 let output = '';
@@ -31,7 +40,8 @@ function serverLog() {
 before(async () => {
   server = spawn(process.execPath, ['examples/rpc/server.mjs'], {
     cwd: root,
-    env: { ...process.env, PORT: '0', SOCKET: socket, WORKERS: '2' },
+    // A fast clock, so that clients see a tick of the feed soon.
+    env: { ...childEnv, PORT: '0', SOCKET: socket, WORKERS: '2', TICK_MS: '100' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   server.stdout.setEncoding('utf8').on('data', (chunk) => (output += chunk));
@@ -44,6 +54,7 @@ before(async () => {
   }
   urls = {
     tcp: /(tcp:\/\/\S+)/.exec(output)[1],
+    tls: /(tls:\/\/\S+)/.exec(output)?.[1],
     unix: /(unix:\S+)/.exec(output)[1],
     ws: /(ws:\/\/\S+)/.exec(output)[1],
     http: /(http:\/\/\S+\/)/.exec(output)[1],
@@ -52,11 +63,12 @@ before(async () => {
 
 after(() => {
   if (server?.exitCode === null) server.kill('SIGKILL');
+  rmSync(tmpdir, { recursive: true, force: true });
 });
 
-/** Runs client.mjs against `url`: { code, stdout, stderr }. */
-async function runClient(url) {
-  const child = spawn(process.execPath, ['examples/rpc/client.mjs', url], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs `script` (client.mjs by default) against `url`: { code, stdout, stderr }. */
+async function runClient(url, script = 'examples/rpc/client.mjs') {
+  const child = spawn(process.execPath, [script, url], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
@@ -67,10 +79,11 @@ async function runClient(url) {
   return { code, stdout, stderr };
 }
 
-const transportName = { tcp: 'tcp', unix: 'unix', ws: 'websocket' };
+const transportName = { tcp: 'tcp', tls: 'tls', unix: 'unix', ws: 'websocket' };
 
-for (const transport of ['tcp', 'unix', 'ws']) {
+for (const transport of ['tcp', 'tls', 'unix', 'ws']) {
   test(`client.mjs over ${transport}: every feature, exit 0`, async () => {
+    assert.ok(urls[transport], `the server printed no ${transport} address${serverLog()}`);
     const { code, stdout, stderr } = await runClient(urls[transport]);
     const context = `\n--- client stdout ---\n${stdout}\n--- client stderr ---\n${stderr}${serverLog()}`;
     assert.equal(code, 0, `the client exited with ${code}${context}`);
@@ -88,6 +101,14 @@ for (const transport of ['tcp', 'unix', 'ws']) {
       /^server calls the client: whoAmI → the server heard "a Node v[\d.]+ client \(pid \d+\), asked by worker [01]"$/,
       /^expose\/wrap: math\.mul\(6, 7\) → 42, math\.hypot\(3, 4\) → 5$/,
       /^cancellation: slow\(5000\) aborted → ERR_CANCELLED, with timeoutMs 50 → ERR_TIMEOUT; the server saw 2 cancels$/,
+      // Published by the action's worker, and by the server's clock on its main thread.
+      /^channels: feed\.join, feed\.post → published to 1 subscriber\(s\); received "hello, feed" and the server's tick #\d+$/,
+      ...(transport === 'tls'
+        ? [
+            /^tls: no SNI → CN=localhost, servername rpc\.example\.test → CN=rpc\.example\.test \(both verified against the example CA\); without a client certificate → refused \(ERR_[A-Z_]+\)$/,
+            /^tls, server side: the handlers saw the client certificate CN=example-client, and the SNI name rpc\.example\.test$/,
+          ]
+        : []),
       /^closed$/,
     ];
     const lines = stdout.trim().split('\n');
@@ -96,6 +117,27 @@ for (const transport of ['tcp', 'unix', 'ws']) {
     assert.equal(stderr, '', context);
   });
 }
+
+test('typed-client.mts: compiles (its mistakes stay errors) and runs', async () => {
+  const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  const compiled = spawnSync(process.execPath, [tsc, '-p', 'examples/rpc'], { cwd: root, encoding: 'utf8' });
+  assert.equal(compiled.status, 0, `tsc -p examples/rpc:\n${compiled.stdout}${compiled.stderr}`);
+  const { code, stdout, stderr } = await runClient(urls.tcp, 'examples/rpc/build/typed-client.mjs');
+  const context = `\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}${serverLog()}`;
+  assert.equal(code, 0, `the typed client exited with ${code}${context}`);
+  const expected = [
+    /^typed: connected to tcp:\/\/\S+, welcomed as connection \d+ \(tcp\)$/,
+    /^typed calls: greet → Hello, TypeScript!, add\(\[40, 2\]\) → 42, countdown\(3\) → 3, 2, 1, liftoff$/,
+    /^typed errors and one-way: divide\(\[1, 0\]\) → E_DIVIDE_BY_ZERO; notify\(log\) → the server's last log "from TypeScript"$/,
+    /^typed handler and wrap: whoAmI → "a typed client, asked by worker [01]"; math\.mean\(1, 2, 6\) → 3$/,
+    /^typed channel: feed\.post → 1 subscriber\(s\); received "typed hello"$/,
+    /^closed$/,
+  ];
+  const lines = stdout.trim().split('\n');
+  assert.equal(lines.length, expected.length, context);
+  expected.forEach((pattern, i) => assert.match(lines[i], pattern, context));
+  assert.equal(stderr, '', context);
+});
 
 test('client.mjs without a server: a clear message and exit 1', async () => {
   const { code, stderr } = await runClient(`unix:${socket}.missing`);
@@ -128,10 +170,13 @@ test('browser.html: the tour in Chromium, files uploaded from the page', { timeo
       /^server calls the page: whoAmI → the server heard "a page in Chrome\/[\d.]+, asked by worker [01]"$/m,
       /^expose\/wrap: math\.mul\(6, 7\) → 42, math\.hypot\(3, 4\) → 5$/m,
       /^cancellation: slow\(5000\) aborted after 50 ms → ERR_CANCELLED$/m,
+      /^channels: feed\.join, feed\.post → published to \d+ subscriber\(s\); "hello from the page 1" came back through the channel$/m,
     ]) {
       assert.match(text, pattern);
     }
     assert.equal(await page.textContent('#state'), 'open');
+    // The server's clock reaches the page through the channel.
+    await page.waitForFunction(() => /^tick #\d+ at /.test(document.getElementById('feed').textContent), null, { timeout: 5000 });
     // Files picked in the page go up as a file stream each.
     await page.setInputFiles('#files', [
       { name: 'big.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(3_000_000, 1) },

@@ -25,6 +25,15 @@ export async function usage(): Promise<void> {
   type SumIsNumber = Assert<Equals<typeof sum, number>>;
   // @ts-expect-error: the payload type is checked
   await client.call(add, { a: 'one', b: 2 });
+  // The action alone fixes the types: a payload does not widen them.
+  const pair = defineAction<[number, number], number>('pair');
+  // @ts-expect-error: a tuple of the wrong element type
+  await client.call(pair, [1, '2']);
+  const widened: { a: number | string; b: number } = { a: 1, b: 2 };
+  // @ts-expect-error: a wider payload than the action takes
+  await client.call(add, widened);
+  // @ts-expect-error: the same for one-way messages
+  client.notify(pair, [1, '2']);
   const ping = defineAction<void, string>('ping');
   const pong: string = await client.call(ping);
   void pong;

@@ -36,8 +36,14 @@ export type RequestOf<A> = A extends Action<infer Req, unknown> ? Req : never;
 /** The response type of an action. */
 export type ResponseOf<A> = A extends Action<unknown, infer Res> ? Res : never;
 
-/** Arguments after the action: the payload is optional when its type is void or undefined. */
-export type PayloadArgs<Req, Options> = [Req] extends [void] ? [payload?: Req, options?: Options] : [payload: Req, options?: Options];
+/**
+ * Arguments after the action: the payload is optional when its type is void
+ * or undefined. `NoInfer`: the action alone fixes `Req`; otherwise a payload
+ * such as `[1, '2']` would widen it and pass for `[number, number]`.
+ */
+export type PayloadArgs<Req, Options> = [Req] extends [void]
+  ? [payload?: NoInfer<Req>, options?: Options]
+  : [payload: NoInfer<Req>, options?: Options];
 
 /** Declares an action with its payload and response types. */
 export function defineAction<Req = void, Res = void>(name: string, options: ActionOptions<Req> = {}): Action<Req, Res> {
