@@ -203,6 +203,9 @@ function checkValidVector(v) {
   const frame = fromJson(v.frame);
   assert.equal(hex(P.encodeFrame(frame)), v.hex.replace(/\s+/g, '').toLowerCase(), 'encoding');
   assert.equal(P.encodedLength(frame), buf.length, 'encodedLength');
+  // Head and tail (a large payload written by reference) make the same bytes.
+  const tail = P.frameTail(frame) ?? new Uint8Array(0);
+  assert.equal(hex(concat([P.encodeFrameHead(frame), tail])), hex(buf), 'encodeFrameHead + frameTail');
   for (let n = 0; n < buf.length; n++) {
     assert.equal(P.decodeFrame(buf.subarray(0, n), 0, DEFAULT_MAX), null, `prefix of ${n} bytes`);
   }

@@ -417,6 +417,13 @@ describe('default limits', () => {
         assert.deepEqual(await client.call('upload', null, { stream: generate(size, 3) }), { size, sha256: expectedSha256(size, 3) });
         const big = 'x'.repeat(2_000_000);
         assert.equal(await client.call('echo', big), big);
+        // Large payloads (written by reference after their frame's head on
+        // byte streams) interleaved with small frames in the same tick:
+        // every call gets its own bytes back, in one piece.
+        const sizes = [16 * 1024, 5, 100_000, 16 * 1024 - 1, 3 * MiB, 0, 70_000, 1];
+        const payloads = sizes.map((n, i) => new Uint8Array(n).map((_, j) => (j * 7 + i) & 0xff));
+        const echoed = await Promise.all(payloads.map((payload) => client.call('echo', payload)));
+        echoed.forEach((got, i) => assert.ok(Buffer.from(got).equals(Buffer.from(payloads[i])), `payload ${i} (${sizes[i]} bytes)`));
       } finally {
         await client.close({ timeoutMs: 0 });
       }

@@ -223,6 +223,8 @@ export class Connection {
       remote: frame,
       codec,
       write: (bytes) => this.transport?.write(bytes),
+      // Large payloads by reference where the transport can take a frame in parts.
+      writeParts: this.transport?.writeParts && ((parts) => this.transport?.writeParts?.(parts)),
       handler: settings.handler,
       defaultTimeoutMs: settings.defaultTimeoutMs,
       exposeHandlerErrors: settings.exposeHandlerErrors,

@@ -51,6 +51,13 @@ export interface Transport {
    */
   write(bytes: Uint8Array): void;
   /**
+   * Optional, byte-stream transports only: sends `parts` in order as if
+   * concatenated, without copying them (the client then writes large
+   * payloads by reference; see `PeerOptions.writeParts`). Same rules as
+   * `write`.
+   */
+  writeParts?(parts: readonly Uint8Array[]): void;
+  /**
    * Closes the connection after the bytes already written (`reason` says
    * why, for a WebSocket close frame). `onClose` follows.
    */

@@ -97,6 +97,15 @@ class SocketTransport implements Transport {
     this.socket.write(bytes);
   }
 
+  /** One `writev` for the parts: corked, they leave together when uncorked. */
+  writeParts(parts: readonly Uint8Array[]): void {
+    if (this.reported || this.socket.destroyed || this.socket.writableEnded) return;
+    const socket = this.socket;
+    socket.cork();
+    for (const part of parts) socket.write(part);
+    socket.uncork();
+  }
+
   close(_reason?: CloseReason): void {
     const socket = this.socket;
     if (!this.opened) {

@@ -51,6 +51,36 @@ export function encodeFrame(frame: Frame): Uint8Array {
 }
 
 /**
+ * The bytes a frame ends with as they are: a message's or response's
+ * payload, a stream chunk's data; null for the other frames.
+ */
+export function frameTail(frame: Frame): Uint8Array | null {
+  switch (frame.type) {
+    case 'message':
+    case 'response':
+      return frame.payload;
+    case 'streamData':
+      return frame.data;
+    default:
+      return null;
+  }
+}
+
+/**
+ * Encodes `frame` without its tail (`frameTail`): the bytes to write before
+ * the tail, which then goes out as it is. Header, fields and tail
+ * concatenated are exactly `encodeFrame(frame)`; a large payload is written
+ * this way without being copied.
+ */
+export function encodeFrameHead(frame: Frame): Uint8Array {
+  const body = bodyLength(frame);
+  const tail = frameTail(frame)?.length ?? 0;
+  const out = new Uint8Array(2 + byteWidth(body) + body - tail);
+  writeFrame(frame, body, out, 0, false);
+  return out;
+}
+
+/**
  * Encodes `frame` into `target` at `offset` (for batching several frames
  * into one write). Returns the number of bytes written; throws a RangeError,
  * writing nothing, when they do not fit.
@@ -167,7 +197,8 @@ function settingsLength(frame: Settings): number {
 }
 
 /** Writes a frame `bodyLength` validated; `body` is its body length. */
-function writeFrame(frame: Frame, body: number, out: Uint8Array, offset: number): void {
+/** Writes `frame` at `offset`; without `withTail`, everything but its tail (see `encodeFrameHead`). */
+function writeFrame(frame: Frame, body: number, out: Uint8Array, offset: number, withTail = true): void {
   const lengthCode = widthCode(body);
   const lengthWidth = byteWidth(body);
     writeUint(out, offset + 2, body, lengthWidth);
@@ -195,7 +226,7 @@ function writeFrame(frame: Frame, body: number, out: Uint8Array, offset: number)
       const end = writeUtf8(frame.action, out, p + 1);
       out[p] = end - p - 1;
       p = end;
-      out.set(frame.payload, p);
+      if (withTail) out.set(frame.payload, p);
       break;
     }
     case 'response': {
@@ -207,7 +238,7 @@ function writeFrame(frame: Frame, body: number, out: Uint8Array, offset: number)
         descriptor |= ATTACHMENTS;
         out[p++] = frame.attachments;
       }
-      out.set(frame.payload, p);
+      if (withTail) out.set(frame.payload, p);
       break;
     }
     case 'end':
@@ -247,7 +278,7 @@ function writeFrame(frame: Frame, body: number, out: Uint8Array, offset: number)
       type = FrameType.StreamData;
       descriptor |= widthCode(frame.streamId) << 2;
       p = writeId(out, p, frame.streamId);
-      out.set(frame.data, p);
+      if (withTail) out.set(frame.data, p);
       break;
     case 'streamEnd':
       type = FrameType.StreamEnd;

@@ -1,7 +1,7 @@
 /** The codec of the Switchboard protocol, version 1 (docs/protocol.md). */
 
 export * from './frames.js';
-export { encodeFrame, encodeFrameInto, encodedLength } from './encode.js';
+export { encodeFrame, encodeFrameHead, encodeFrameInto, encodedLength, frameTail } from './encode.js';
 export { decodeFrame } from './decode.js';
 export { FrameDecoder } from './decoder.js';
 export type { FrameDecoderOptions } from './decoder.js';

@@ -1,13 +1,22 @@
 /**
- * The peer's way out: frames are encoded at once (so later changes to a
- * caller's buffers cannot alter them) and the small ones written in the
- * same tick are concatenated into one `write`.
+ * The peer's way out: frames are encoded at once and the small ones written
+ * in the same tick are concatenated into one `write`.
+ *
+ * Encoding copies the payload into the frame, so later changes to a
+ * caller's buffers cannot alter what is sent. The exception, on
+ * transports that take a frame in parts (`writeParts`: byte streams such
+ * as TCP): a message's or response's payload of `DIRECT_WRITE` bytes or
+ * more is written by reference after the frame's head, as Node's
+ * `socket.write` and HTTP bodies are. Copying a megabyte payload (and
+ * faulting in the fresh pages it lands in) was the largest cost of a
+ * client sending one. Stream chunks are always copied: `write` resolves
+ * once a chunk is sent, and callers reuse their chunk buffers after that.
  */
 
 import type { Frame } from '../codec/index.js';
-import { encodeFrame } from '../codec/index.js';
+import { encodeFrame, encodeFrameHead } from '../codec/index.js';
 
-/** Frames at least this large are written on their own, without a copy. */
+/** Frames at least this large are written on their own, without a concatenation. */
 const DIRECT_WRITE = 16 * 1024;
 /**
  * A batch never holds more: over WebSocket a batch is one message, and a
@@ -30,10 +39,17 @@ export class FrameOutput {
     private readonly sink: (bytes: Uint8Array) => void,
     private readonly batch: boolean,
     private readonly onWriteError: (error: unknown) => void,
+    private readonly sinkParts?: (parts: readonly Uint8Array[]) => void,
   ) {}
 
   send(frame: Frame): void {
     if (this.closed) return;
+    if (this.sinkParts !== undefined && (frame.type === 'message' || frame.type === 'response') && frame.payload.length >= DIRECT_WRITE) {
+      const head = encodeFrameHead(frame);
+      this.flush();
+      this.writeParts([head, frame.payload]);
+      return;
+    }
     const bytes = encodeFrame(frame);
     if (!this.batch || bytes.length >= DIRECT_WRITE) {
       this.flush();
@@ -75,6 +91,15 @@ export class FrameOutput {
     this.closed = true;
     this.parts = [];
     this.size = 0;
+  }
+
+  private writeParts(parts: readonly Uint8Array[]): void {
+    if (this.closed) return;
+    try {
+      this.sinkParts!(parts);
+    } catch (error) {
+      this.onWriteError(error);
+    }
   }
 
   private write(bytes: Uint8Array): void {

@@ -131,7 +131,7 @@ export class Peer {
     this.remote = options.remote;
     this.codec = options.codec;
     this.features = options.local.features & options.remote.features;
-    this.out = new FrameOutput(options.write, options.batchWrites ?? true, (error) => this.close(error));
+    this.out = new FrameOutput(options.write, options.batchWrites ?? true, (error) => this.close(error), options.writeParts);
     const peer = this;
     const core: PeerCore = {
       options,

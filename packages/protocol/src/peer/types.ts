@@ -28,6 +28,15 @@ export interface PeerOptions {
    * does, the peer closes as if the connection were gone.
    */
   write(bytes: Uint8Array): void;
+  /**
+   * Optional, for byte-stream transports: writes `parts` in order, as if
+   * concatenated (e.g. a corked socket). With it, a message's or
+   * response's payload of 16 KiB or more goes out by reference after its
+   * frame's head instead of being copied into the frame: the caller must
+   * not change such a payload while its call is in flight. The same rules
+   * as `write` otherwise.
+   */
+  writeParts?(parts: readonly Uint8Array[]): void;
   /** Serves calls and one-way messages from the other side. Without it they get `ERR_NOT_IMPLEMENTED`. */
   handler?: IncomingHandler;
   /** Timeout of calls without their own `timeoutMs` (0 or absent: none). */
