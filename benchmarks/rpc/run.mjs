@@ -15,15 +15,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startCoreSampler } from '../harness/cpustat.mjs';
 import { pct, si } from '../harness/format.mjs';
-import { runLoadgen } from '../harness/loadgen.mjs';
 import { loadAverage, machineInfo, pinning } from '../harness/machine.mjs';
-import { binDir, prepare } from '../harness/prepare.mjs';
+import { prepare } from '../harness/prepare.mjs';
 import { SATURATED } from '../harness/report.mjs';
-import { describeVersions, serverVersions, startServer } from '../harness/servers.mjs';
-import { PEERS, PEER_NAMES, peerByName } from './lib/peers.mjs';
-import { renderMarkdown, summarize } from './lib/report.mjs';
+import { describeVersions, serverVersions } from '../harness/servers.mjs';
+import { parseList, progressDisplay, seconds } from './lib/cli.mjs';
+import { measure } from './lib/measure.mjs';
+import { PEER_NAMES, peerByName } from './lib/peers.mjs';
+import { renderMarkdown } from './lib/report.mjs';
 import { SCENARIO_NAMES, buildMatrix, scenarioByName, timing } from './lib/scenarios.mjs';
 
 const rpcDir = path.dirname(fileURLToPath(import.meta.url));
@@ -44,18 +44,6 @@ const USAGE = `usage: node benchmarks/rpc/run.mjs [options]
   --no-build              skip the build steps (Switchboard, the peers' npm install)
   --render                only re-render rpc-results.md from DIR/rpc-results.json
   --help`;
-
-function parseList(value, known, what) {
-  if (!value) return [...known];
-  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const item of list) {
-    if (!known.includes(item)) {
-      console.error(`unknown ${what} "${item}" (known: ${known.join(', ')})`);
-      process.exit(2);
-    }
-  }
-  return known.filter((k) => list.includes(k));
-}
 
 let args;
 try {
@@ -81,21 +69,7 @@ if (args.help) {
   process.exit(0);
 }
 
-// ------------------------------------------------------------ progress display
-
-const tty = process.stderr.isTTY;
-let statusShown = false;
-function log(line) {
-  if (statusShown) process.stderr.write('\r\x1b[K');
-  statusShown = false;
-  process.stderr.write(`${line}\n`);
-}
-function status(line) {
-  if (!tty) return;
-  const width = process.stderr.columns || 120;
-  process.stderr.write(`\r\x1b[K${line.slice(0, width - 1)}`);
-  statusShown = true;
-}
+const { log, status } = progressDisplay();
 
 /** How rpc-results.md links to this folder: relative inside the clone, absolute from a temp dir. */
 function rpcLink(outDir) {
@@ -113,17 +87,8 @@ if (args.render) {
 // ------------------------------------------------------------ the run
 
 const quick = args.quick;
-const num = (v, what) => {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!(n > 0)) {
-    console.error(`--${what} takes a positive number of seconds`);
-    process.exit(2);
-  }
-  return n;
-};
-const warmup = num(args.warmup, 'warmup');
-const duration = num(args.duration, 'duration');
+const warmup = seconds(args.warmup, 'warmup');
+const duration = seconds(args.duration, 'duration');
 const scenarios = parseList(args.scenario, SCENARIO_NAMES, 'scenario');
 const peers = parseList(args.peer, PEER_NAMES, 'peer').map(peerByName);
 const complete =
@@ -267,66 +232,31 @@ for (const [i, item] of plan.entries()) {
     continue;
   }
   status(`${prefix} … starting`);
-  let server = null;
-  try {
-    const limitS = Math.ceil(item.expectedS * 3 + 60);
-    server = await startServer(
-      { name: peer.name, entry: peer.entry, env: { ...peer.env, RPC_SERVER_MAX_S: String(limitS) } },
-      { root, binDir: binDir(), cpu: pin.pinned ? pin.server_cpu : null },
-    );
-    current = { server };
-    record.server_process = { pid: server.pid, port: server.port, command: server.command, cpus_allowed: server.cpus };
-    const sampler = startCoreSampler();
-    const cores = [];
-    const run = await runLoadgen({
-      binary: process.execPath,
-      binaryArgs: [driver],
-      cpu: pin.pinned ? pin.loadgen_cpu : null,
-      port: server.port,
-      protocol: peer.name,
-      serverPid: server.pid,
-      args: [
-        '--scenario', item.scenario,
-        '--config', JSON.stringify(item.config),
-        '--warmup', String(item.warmup),
-        '--duration', String(item.duration),
-        '--client', peer.client,
-      ],
-      timeoutMs: (item.warmup + item.duration) * 2000 + 60_000,
-      onSpawn: (child) => (current.client = child),
-      onProgress: (text) => status(`${prefix} … ${text}`),
-      onStep: (step) => {
-        const now = performance.now();
-        cores.push(sampler.window(now - (step.duration_s ?? 0) * 1000, now));
+  current = {};
+  Object.assign(
+    record,
+    await measure({
+      root,
+      peer,
+      pin,
+      client: {
+        binary: process.execPath,
+        binaryArgs: [driver],
+        args: [
+          '--scenario', item.scenario,
+          '--config', JSON.stringify(item.config),
+          '--warmup', String(item.warmup),
+          '--duration', String(item.duration),
+          '--client', peer.client,
+        ],
       },
-    });
-    sampler.stop();
-    record.client = {
-      command: run.command,
-      exit_code: run.code,
-      signal: run.signal,
-      timed_out: run.timedOut,
-      wall_s: Math.round(run.wallS * 100) / 100,
-      stderr: run.stderr || undefined,
-      stdout_other: run.stdoutNoise.length ? run.stdoutNoise.slice(0, 20) : undefined,
-    };
-    record.steps = run.steps;
-    record.cores = cores;
-    record.summary = summarize(run.steps[0], { core: cores[0], pin });
-    const lastLines = (text) => text.trim().split('\n').slice(-3).join(' | ');
-    if (!server.running()) {
-      const e = await server.exited;
-      record.error = `the server exited during the run (code ${e.code}, signal ${e.signal}): ${lastLines(server.output())}`;
-    } else if (run.error) record.error = `cannot run the driver: ${run.error}`;
-    else if (run.timedOut) record.error = 'the driver did not finish in time and was stopped';
-    else if (run.code !== 0) record.error = `the driver exited with ${run.code ?? run.signal}: ${lastLines(run.stderr)}`;
-    else if (!run.steps.length) record.error = 'the driver printed no result';
-  } catch (err) {
-    record.error = err.message;
-  } finally {
-    if (server) await server.stop();
-    current = null;
-  }
+      timeoutMs: (item.warmup + item.duration) * 2000 + 60_000,
+      limitS: Math.ceil(item.expectedS * 3 + 60),
+      track: current,
+      onProgress: (text) => status(`${prefix} … ${text}`),
+    }),
+  );
+  current = null;
   results.runs.push(record);
   writeResults();
   if (record.error) {

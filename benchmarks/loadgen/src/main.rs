@@ -11,10 +11,11 @@ mod handshake;
 mod metrics;
 mod pacer;
 mod payload;
-mod procfs;
 mod protocols;
 mod scenarios;
-mod sys;
+
+// Shared with switchboard-rpcload through the library target (src/lib.rs).
+use switchboard_loadgen::{procfs, sys};
 
 use std::process::ExitCode;
 
