@@ -83,9 +83,11 @@ export declare function cork(): void
 
 /**
  * Take every event queued for worker `index` of server `server`, as one
- * buffer (empty when there is none).
+ * buffer (empty when there is none); when `MESSAGE_OWNED` events are among
+ * them, an array instead: the events, then the buffers they refer to
+ * (each handed over without a copy).
  */
-export declare function drainEvents(server: number, index: number): Buffer
+export declare function drainEvents(server: number, index: number): Buffer | Buffer[]
 
 /**
  * Every error code of the native layers, for `docs/errors.md` and its

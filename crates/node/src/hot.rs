@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::sync::{Arc, Weak};
 
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 use switchboard_runtime::Server;
 
@@ -41,13 +41,21 @@ pub(crate) fn with_server<R>(id: u32, f: impl FnOnce(&Server) -> R) -> Option<R>
 }
 
 /// Take every event queued for worker `index` of server `server`, as one
-/// buffer (empty when there is none).
-#[napi]
-pub fn drain_events(server: u32, index: u32) -> Buffer {
-    with_server(server, |s| {
+/// buffer (empty when there is none); when `MESSAGE_OWNED` events are among
+/// them, an array instead: the events, then the buffers they refer to
+/// (each handed over without a copy).
+#[napi(ts_return_type = "Buffer | Buffer[]")]
+pub fn drain_events(server: u32, index: u32) -> Either<Buffer, Vec<Buffer>> {
+    let drained = with_server(server, |s| {
         s.queue(index as usize).map(|queue| queue.drain())
     })
     .flatten()
-    .unwrap_or_default()
-    .into()
+    .unwrap_or_default();
+    if drained.owned.is_empty() {
+        return Either::A(drained.events.into());
+    }
+    let mut parts = Vec::with_capacity(1 + drained.owned.len());
+    parts.push(drained.events.into());
+    parts.extend(drained.owned.into_iter().map(Buffer::from));
+    Either::B(parts)
 }

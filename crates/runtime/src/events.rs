@@ -27,7 +27,12 @@
 //!   certificate's DER (length 0: none); then u32 HELLO length, the
 //!   client's HELLO frame, our WELCOME frame (the rest). A
 //!   protocol connection's frames then arrive as `MESSAGE`s (binary, one
-//!   frame each).
+//!   frame each), or as `MESSAGE_OWNED`.
+//! - `MESSAGE_OWNED`: id conn, u8 binary, u32 index: a `MESSAGE` whose data
+//!   is not in the batch but the `index`th buffer drained with it (see
+//!   [`Drained`]). Large protocol frames travel this way: the buffer they
+//!   were reassembled in becomes JavaScript's, instead of being copied into
+//!   the batch.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -42,6 +47,7 @@ pub const KIND_MESSAGE: u8 = 3;
 pub const KIND_CLOSE: u8 = 4;
 pub const KIND_DRAIN: u8 = 5;
 pub const KIND_RPC_OPEN: u8 = 6;
+pub const KIND_MESSAGE_OWNED: u8 = 7;
 
 /// Queued bytes beyond which an I/O thread wakes the worker at once instead
 /// of at the end of its turn (see [`wake_deferred`]): it bounds how long a
@@ -80,10 +86,32 @@ pub fn wake_deferred() {
 /// with a thread-safe function call; tests implement it with a channel.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
+/// What a worker takes from its queue at once: the events, and the
+/// buffers that `MESSAGE_OWNED` events refer to by index.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub events: Vec<u8>,
+    pub owned: Vec<Vec<u8>>,
+}
+
+#[derive(Default)]
+struct Pending {
+    events: Vec<u8>,
+    owned: Vec<Vec<u8>>,
+    owned_bytes: usize,
+}
+
+impl Pending {
+    fn queued_bytes(&self) -> usize {
+        self.events.len() + self.owned_bytes
+    }
+}
+
 /// The events of one worker, waiting to be drained.
 pub struct EventQueue {
-    buffer: Mutex<Vec<u8>>,
-    /// Mirrors `buffer.len()` so producers can check capacity without the lock.
+    buffer: Mutex<Pending>,
+    /// Mirrors the bytes pending (events and owned buffers) so producers
+    /// can check capacity without the lock.
     queued_bytes: AtomicUsize,
     /// Set when a wake-up is in flight, so a burst of events costs one wake.
     wake_pending: AtomicBool,
@@ -98,7 +126,7 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn new(capacity: usize) -> Self {
         Self {
-            buffer: Mutex::new(Vec::new()),
+            buffer: Mutex::new(Pending::default()),
             queued_bytes: AtomicUsize::new(0),
             wake_pending: AtomicBool::new(false),
             capacity_hint: AtomicUsize::new(MIN_BATCH_CAPACITY),
@@ -124,21 +152,59 @@ impl EventQueue {
     /// once past [`DEFERRED_WAKE_BYTES`]); elsewhere at once.
     pub fn push(self: &Arc<Self>, kind: u8, write_body: impl FnOnce(&mut Vec<u8>)) {
         let queued = {
-            let mut buffer = self.buffer.lock();
-            if buffer.capacity() == 0 {
-                // Sized like the last batch: growing by doubling would copy
-                // a batch of large messages over and over.
-                buffer.reserve(self.capacity_hint.load(Ordering::Relaxed));
-            }
-            buffer.push(kind);
-            let length_at = buffer.len();
-            buffer.extend_from_slice(&[0; 4]);
-            write_body(&mut buffer);
-            let body_len = (buffer.len() - length_at - 4) as u32;
-            buffer[length_at..length_at + 4].copy_from_slice(&body_len.to_le_bytes());
-            self.queued_bytes.store(buffer.len(), Ordering::SeqCst);
-            buffer.len()
+            let mut pending = self.buffer.lock();
+            self.write_event(&mut pending, kind, write_body)
         };
+        self.wake_after_push(queued);
+    }
+
+    /// Append an event whose body refers to `owned` (the body ends with its
+    /// u32 index, written here): the buffer is handed over whole, with no
+    /// copy into the batch.
+    pub fn push_owned(
+        self: &Arc<Self>,
+        kind: u8,
+        write_body: impl FnOnce(&mut Vec<u8>),
+        owned: Vec<u8>,
+    ) {
+        let queued = {
+            let mut pending = self.buffer.lock();
+            let index = pending.owned.len() as u32;
+            pending.owned_bytes += owned.len();
+            pending.owned.push(owned);
+            self.write_event(&mut pending, kind, |out| {
+                write_body(out);
+                out.extend_from_slice(&index.to_le_bytes());
+            })
+        };
+        self.wake_after_push(queued);
+    }
+
+    /// Write one event into the batch; returns the bytes now pending.
+    fn write_event(
+        &self,
+        pending: &mut Pending,
+        kind: u8,
+        write_body: impl FnOnce(&mut Vec<u8>),
+    ) -> usize {
+        let buffer = &mut pending.events;
+        if buffer.capacity() == 0 {
+            // Sized like the last batch: growing by doubling would copy
+            // a batch of large messages over and over.
+            buffer.reserve(self.capacity_hint.load(Ordering::Relaxed));
+        }
+        buffer.push(kind);
+        let length_at = buffer.len();
+        buffer.extend_from_slice(&[0; 4]);
+        write_body(buffer);
+        let body_len = (buffer.len() - length_at - 4) as u32;
+        buffer[length_at..length_at + 4].copy_from_slice(&body_len.to_le_bytes());
+        let queued = pending.queued_bytes();
+        self.queued_bytes.store(queued, Ordering::SeqCst);
+        queued
+    }
+
+    fn wake_after_push(self: &Arc<Self>, queued: usize) {
         if self.wake_pending.load(Ordering::SeqCst) {
             // A wake-up is on its way; the drain it causes takes this too
             // (`drain` clears the flag before it takes the buffer).
@@ -171,7 +237,7 @@ impl EventQueue {
 
     /// Take every queued event. The wake flag is cleared first, so an event
     /// pushed during or after the take triggers a fresh wake.
-    pub fn drain(&self) -> Vec<u8> {
+    pub fn drain(&self) -> Drained {
         self.wake_pending.store(false, Ordering::SeqCst);
         let taken = {
             let mut buffer = self.buffer.lock();
@@ -181,11 +247,17 @@ impl EventQueue {
             std::mem::take(&mut *buffer)
         };
         self.capacity_hint.store(
-            taken.len().clamp(MIN_BATCH_CAPACITY, MAX_BATCH_CAPACITY),
+            taken
+                .events
+                .len()
+                .clamp(MIN_BATCH_CAPACITY, MAX_BATCH_CAPACITY),
             Ordering::Relaxed,
         );
         self.room.notify_waiters();
-        taken
+        Drained {
+            events: taken.events,
+            owned: taken.owned,
+        }
     }
 
     /// Discard everything (the worker died; its connections are closed).
@@ -248,13 +320,34 @@ mod tests {
             queue.push(KIND_DRAIN, |out| body::id(out, n));
         }
         assert_eq!(wakes.load(Ordering::SeqCst), 1);
-        let batch = queue.drain();
+        let batch = queue.drain().events;
         assert_eq!(batch.len(), 3 * (1 + 4 + 8));
         assert_eq!(batch[0], KIND_DRAIN);
         assert_eq!(&batch[1..5], &8u32.to_le_bytes());
         assert_eq!(&batch[5..13], &0u64.to_le_bytes());
         queue.push(KIND_DRAIN, |out| body::id(out, 9));
         assert_eq!(wakes.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn owned_buffers_are_handed_over_by_index_and_count_as_queued() {
+        let queue = Arc::new(EventQueue::new(1024));
+        queue.push(KIND_DRAIN, |out| body::id(out, 1));
+        let big = vec![7u8; 100_000];
+        queue.push_owned(KIND_MESSAGE_OWNED, |out| body::id(out, 2), big);
+        queue.push_owned(KIND_MESSAGE_OWNED, |out| body::id(out, 3), vec![1, 2, 3]);
+        assert_eq!(queue.queued_bytes(), 3 * 13 + 2 * 4 + 100_003);
+        let Drained { events, owned } = queue.drain();
+        assert_eq!(queue.queued_bytes(), 0);
+        assert_eq!(owned.len(), 2);
+        assert_eq!(owned[0].len(), 100_000);
+        assert_eq!(owned[1], vec![1, 2, 3]);
+        // The second event: kind, length 12, id 2, index 0.
+        assert_eq!(events[13], KIND_MESSAGE_OWNED);
+        assert_eq!(&events[14..18], &12u32.to_le_bytes());
+        assert_eq!(&events[18..26], &2u64.to_le_bytes());
+        assert_eq!(&events[26..30], &0u32.to_le_bytes());
+        assert_eq!(&events[43..47], &1u32.to_le_bytes());
     }
 
     #[test]
@@ -286,7 +379,7 @@ mod tests {
             assert_eq!(wakes.load(Ordering::SeqCst), 0, "held until the park");
             wake_deferred();
             assert_eq!(wakes.load(Ordering::SeqCst), 1);
-            assert_eq!(queue.drain().len(), 10 * 13);
+            assert_eq!(queue.drain().events.len(), 10 * 13);
             // A big backlog wakes at once.
             queue.push(KIND_MESSAGE, |out| out.resize(DEFERRED_WAKE_BYTES, 0));
             assert_eq!(wakes.load(Ordering::SeqCst), 2);

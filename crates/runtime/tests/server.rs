@@ -60,7 +60,7 @@ fn start() -> (Arc<Server>, SocketAddr, Arc<parking_lot::Mutex<Vec<Seen>>>) {
     let worker_log = log.clone();
     thread::spawn(move || {
         while wake_rx.recv().is_ok() {
-            let batch = worker_server.queue(0).unwrap().drain();
+            let batch = worker_server.queue(0).unwrap().drain().events;
             let mut seen = Vec::new();
             parse(&batch, &mut seen);
             for event in &seen {
@@ -203,7 +203,7 @@ fn shutdown_closes_with_1001_and_reports_the_close() {
         TcpStream::connect(addr).is_err(),
         "still accepting after shutdown"
     );
-    let drained = server.queue(0).unwrap().drain();
+    let drained = server.queue(0).unwrap().drain().events;
     let mut seen = Vec::new();
     parse(&drained, &mut seen);
     let all: Vec<_> = log.lock().drain(..).chain(seen).collect();

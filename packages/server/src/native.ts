@@ -149,7 +149,8 @@ export interface NativeModule {
    */
   send(server: number, connection: number, data: Uint8Array, binary: boolean): number;
   publish(server: number, channel: string, data: Uint8Array, binary: boolean, exclude?: number | null): number;
-  drainEvents(server: number, index: number): Buffer;
+  /** The events queued for a worker; an array when large messages come in buffers of their own: the batch, then those. */
+  drainEvents(server: number, index: number): Buffer | Buffer[];
   ServerHandle: {
     create(options: NativeServerOptions): NativeServerHandle;
     open(id: number): NativeServerHandle;

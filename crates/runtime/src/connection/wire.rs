@@ -11,7 +11,10 @@
 //!
 //! Memory: like the WebSocket decoder, the reader owns a buffer only while
 //! a frame is incomplete; complete frames are handled in place in the
-//! I/O thread's read buffer.
+//! I/O thread's read buffer. A large frame is reassembled in a buffer
+//! grown towards its announced size (at most 8× what has arrived, so an
+//! announcement alone reserves little), and that buffer is what reaches
+//! the worker: its bytes are copied once, from the read buffer.
 
 use switchboard_proto::wire::{
     decode, decode_preface, peek_header, Frame, Hello, SequenceCheck, WireError, PREFACE,
@@ -24,6 +27,14 @@ const MAX_HELLO_BYTES: usize = 64 * 1024;
 
 /// The longest frame header (type, descriptor, 6-byte length).
 pub(super) const MAX_HEADER_BYTES: usize = 8;
+
+/// Frames at least this large that were reassembled across reads are
+/// handed over in their own buffer ([`WireEvent::Owned`]) instead of being
+/// copied into the worker's batch.
+pub(super) const OWNED_FRAME_BYTES: usize = 64 * 1024;
+
+/// The reassembly buffer's first reservation for a frame it grows towards.
+const MIN_RESERVE: usize = 64 * 1024;
 
 /// The most bytes of smaller frames a sender batches into one WebSocket
 /// message (docs/protocol.md §2); a receiver accepts at least this.
@@ -46,6 +57,9 @@ pub(super) enum WireEvent<'a> {
     /// A frame for the worker, as received, and the highest call id of the
     /// peer's so far (for a GO_AWAY).
     Frame { raw: &'a [u8], last_call_id: u64 },
+    /// The same for a large frame reassembled across reads: the buffer it
+    /// was reassembled in, to be handed over without a copy.
+    Owned { frame: Vec<u8>, last_call_id: u64 },
     /// A heartbeat ping: answer with a pong.
     Ping,
 }
@@ -105,9 +119,26 @@ impl WireReader {
             // handled in place.
             let need = self.bytes_needed()?;
             let take = need.min(input.len());
+            let len = self.partial.len();
+            if self.partial.capacity() - len < take {
+                // Towards the frame's size in few steps (doubling would copy
+                // a large frame about once more), but at most 8× what has
+                // arrived.
+                let target = (len + need).min((len + take).max(MIN_RESERVE) * 8);
+                self.partial.reserve_exact(target - len);
+            }
             self.partial.extend_from_slice(&input[..take]);
             input = &input[take..];
             let mut pending = std::mem::take(&mut self.partial);
+            if pending.len() >= OWNED_FRAME_BYTES && self.phase == Phase::Open {
+                if let Some(last_call_id) = self.check_whole_frame(&pending)? {
+                    on(WireEvent::Owned {
+                        frame: pending,
+                        last_call_id,
+                    })?;
+                    continue;
+                }
+            }
             let used = self.process(&pending, on)?;
             pending.drain(..used);
             // Keep no buffer once nothing is pending: an idle connection
@@ -121,6 +152,23 @@ impl WireReader {
         let used = self.process(input, on)?;
         self.partial.extend_from_slice(&input[used..]);
         Ok(())
+    }
+
+    /// When `pending` is exactly one complete frame (a large one is, once
+    /// reassembled: the reader takes just the bytes it needs), check it as
+    /// `process` would and return the peer's last call id; `None` when it
+    /// is not (yet) one whole frame.
+    fn check_whole_frame(&mut self, pending: &[u8]) -> Result<Option<u64>, WireError> {
+        match decode(pending, self.limit())? {
+            Some((frame, size)) if size == pending.len() => {
+                if matches!(frame, Frame::Heartbeat { .. }) {
+                    return Ok(None);
+                }
+                self.check.check(&frame)?;
+                Ok(Some(self.check.last_call_id()))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// How many more bytes the pending data needs before it can be parsed
@@ -227,6 +275,10 @@ mod tests {
                     WireEvent::Frame { raw, .. } => {
                         raw.iter().map(|b| format!("{b:02x}")).collect()
                     }
+                    WireEvent::Owned { frame, .. } => {
+                        let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+                        format!("owned {hex}")
+                    }
                 });
                 Ok(())
             })?;
@@ -265,6 +317,63 @@ mod tests {
             assert!(reader.at_boundary());
             assert!(reader.is_open());
         }
+    }
+
+    /// A call (id 6) of `body_len` bytes, with a 4-byte length.
+    fn large_call(body_len: usize) -> Vec<u8> {
+        let mut frame = vec![0x03, 0x12];
+        frame.extend_from_slice(&(body_len as u32).to_le_bytes());
+        frame.extend_from_slice(&[0x06, 0x01, b'x']);
+        frame.extend(std::iter::repeat_n(9u8, body_len - 3));
+        frame
+    }
+
+    #[test]
+    fn a_large_frame_split_across_reads_is_handed_over_in_its_own_buffer() {
+        let mut input = hello_bytes();
+        let big = large_call(200_000);
+        input.extend_from_slice(&big);
+        // The next call, id 7, right behind it.
+        input.extend_from_slice(&[0x03, 0x10, 0x07, 0x07, 0x03, b'a', b'd', b'd', 1, 2]);
+        let hex: String = big.iter().map(|b| format!("{b:02x}")).collect();
+        // Whole in one read: handled in place, like any frame.
+        let whole = run(&mut WireReader::new(1 << 20), &input, input.len()).unwrap();
+        assert_eq!(
+            whole,
+            [
+                "hello".to_owned(),
+                hex.clone(),
+                "03100707036164640102".to_owned()
+            ]
+        );
+        // Across reads: reassembled, then handed over; the same bytes.
+        for chunk in [1000, 4096, 65_536, 150_000] {
+            let mut reader = WireReader::new(1 << 20);
+            let seen = run(&mut reader, &input, chunk).unwrap();
+            assert_eq!(seen[1], format!("owned {hex}"), "chunk {chunk}");
+            assert_eq!(seen[2], "03100707036164640102", "chunk {chunk}");
+            assert!(reader.at_boundary());
+        }
+    }
+
+    #[test]
+    fn an_announced_frame_reserves_at_most_eight_times_what_arrived() {
+        let mut reader = WireReader::new(64 << 20);
+        let mut input = hello_bytes();
+        input.extend_from_slice(&large_call(32 << 20)[..1000]);
+        run(&mut reader, &input, input.len()).unwrap();
+        assert!(
+            reader.partial.capacity() < 1000 * 8 + 8 * MIN_RESERVE,
+            "{}",
+            reader.partial.capacity()
+        );
+        // More arrives: the buffer grows towards the frame, by steps.
+        run(&mut reader, &vec![9u8; 600_000], 60_000).unwrap();
+        let capacity = reader.partial.capacity();
+        assert!(
+            capacity >= reader.partial.len() && capacity <= 8 * reader.partial.len(),
+            "{capacity}"
+        );
     }
 
     #[test]

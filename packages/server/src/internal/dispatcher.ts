@@ -71,7 +71,7 @@ export class Dispatcher {
   /** Data attached by `upgrade`, waiting for the connection's `open`. */
   private readonly upgraded = new Map<number, unknown>();
   /** The rest of a batch whose slice ran out (see `drain`). */
-  private pending: { batch: Buffer; offset: number } | null = null;
+  private pending: { batch: Buffer; offset: number; owned: readonly Buffer[] | undefined } | null = null;
   private resumeScheduled = false;
   /** `handle.id`, read once (see `native.ts` on the module functions). */
   private readonly serverId: number;
@@ -104,16 +104,24 @@ export class Dispatcher {
       for (let round = 0; round < 16; round++) {
         let batch: Buffer;
         let offset = 0;
+        // Large protocol frames come as buffers of their own, after the batch.
+        let owned: readonly Buffer[] | undefined;
         if (this.pending) {
-          ({ batch, offset } = this.pending);
+          ({ batch, offset, owned } = this.pending);
           this.pending = null;
         } else {
-          batch = native.drainEvents(this.serverId, this.workerIndex);
-          if (batch.length === 0) return true;
+          const drained = native.drainEvents(this.serverId, this.workerIndex);
+          if (Array.isArray(drained)) {
+            owned = drained;
+            batch = drained[0]!;
+          } else {
+            batch = drained;
+            if (batch.length === 0) return true;
+          }
         }
-        const stoppedAt = decodeBatch(batch, (event) => this.onEvent(event), offset, deadline);
+        const stoppedAt = decodeBatch(batch, (event) => this.onEvent(event), offset, deadline, owned);
         if (stoppedAt < batch.length) {
-          this.pending = { batch, offset: stoppedAt };
+          this.pending = { batch, offset: stoppedAt, owned };
           break;
         }
         if (performance.now() > deadline) break;

@@ -11,6 +11,8 @@ export const KIND_MESSAGE = 3;
 export const KIND_CLOSE = 4;
 export const KIND_DRAIN = 5;
 export const KIND_RPC_OPEN = 6;
+/** A MESSAGE whose data is a buffer drained with the batch (see `decodeBatch`). */
+export const KIND_MESSAGE_OWNED = 7;
 
 export interface UpgradeEvent {
   kind: typeof KIND_UPGRADE;
@@ -108,16 +110,21 @@ class Reader {
  */
 const MAX_EVENTS_PER_CLOCK_CHECK = 256;
 
+const NO_OWNED: readonly Buffer[] = [];
+
 /**
  * Calls `onEvent` for the events of a drained batch, in order, from byte
  * `offset` on. Stops early once `deadline` (a `performance.now()` time) has
  * passed; returns where it stopped (`batch.length` when it finished).
+ * `owned`: what `drainEvents` returned when it was an array (the batch,
+ * then the buffers its `MESSAGE_OWNED` events refer to).
  */
 export function decodeBatch(
   batch: Buffer,
   onEvent: (event: NativeEvent) => void,
   offset = 0,
   deadline = Infinity,
+  owned: readonly Buffer[] = NO_OWNED,
 ): number {
   let gap = 1;
   let untilClockCheck = gap;
@@ -137,6 +144,15 @@ export function decodeBatch(
         const id = r.id();
         const isBinary = batch[r.offset] === 1;
         onEvent({ kind, id, isBinary, data: batch.subarray(r.offset + 1, end) });
+        break;
+      }
+      case KIND_MESSAGE_OWNED: {
+        const id = r.id();
+        const isBinary = batch[r.offset] === 1;
+        // `owned[0]` is the batch itself (drainEvents' array).
+        const data = owned[1 + batch.readUInt32LE(r.offset + 1)];
+        if (data === undefined) throw new Error('ERR_INTERNAL: a MESSAGE_OWNED without its buffer');
+        onEvent({ kind: KIND_MESSAGE, id, isBinary, data });
         break;
       }
       case KIND_OPEN:

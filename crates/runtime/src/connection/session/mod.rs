@@ -29,7 +29,7 @@ mod writer;
 use super::wire::{random_seed, WireEvent, WireReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use super::Accepted;
 use crate::config::SlowConsumerPolicy;
-use crate::events::{body, EventQueue, KIND_CLOSE, KIND_MESSAGE, KIND_OPEN};
+use crate::events::{body, EventQueue, KIND_CLOSE, KIND_MESSAGE, KIND_MESSAGE_OWNED, KIND_OPEN};
 use crate::outbound::Outbound;
 use crate::server::{Connection, Shared};
 use crate::socket::{Socket, TlsInfo};
@@ -437,17 +437,35 @@ impl Context {
     }
 
     fn deliver(&mut self, payload: &[u8], binary: bool) {
-        let id = self.connection.id;
-        stats::add(&self.shared.stats.messages_in, 1);
-        stats::add(
-            &self.shared.worker_stats[self.connection.worker].messages_in,
-            1,
-        );
+        let id = self.count_message_in();
         self.queue.push(KIND_MESSAGE, |out| {
             body::id(out, id);
             out.push(binary as u8);
             out.extend_from_slice(payload);
         });
+    }
+
+    /// A binary message in its own buffer, handed to the worker as it is.
+    fn deliver_owned(&mut self, payload: Vec<u8>) {
+        let id = self.count_message_in();
+        self.queue.push_owned(
+            KIND_MESSAGE_OWNED,
+            |out| {
+                body::id(out, id);
+                out.push(1);
+            },
+            payload,
+        );
+    }
+
+    /// Count one message in; returns the connection's id.
+    fn count_message_in(&self) -> u64 {
+        stats::add(&self.shared.stats.messages_in, 1);
+        stats::add(
+            &self.shared.worker_stats[self.connection.worker].messages_in,
+            1,
+        );
+        self.connection.id
     }
 }
 

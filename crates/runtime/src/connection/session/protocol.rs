@@ -83,6 +83,13 @@ impl Context {
                 self.peer_last_call_id = last_call_id;
                 self.deliver(raw, true);
             }
+            WireEvent::Owned {
+                frame,
+                last_call_id,
+            } => {
+                self.peer_last_call_id = last_call_id;
+                self.deliver_owned(frame);
+            }
             WireEvent::Ping => {
                 if !self.close_sent {
                     let mut pong = Vec::with_capacity(3);
