@@ -4,6 +4,7 @@
 // client with a stream too), aborts and stops, a client that disconnects
 // mid-stream, and flow control against slow readers on either side.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { RpcError, openStream } from 'switchboard';
 import { generate, expectedSha256, hashStream } from '../fixtures/rpc-data.mjs';
@@ -424,6 +425,15 @@ describe('default limits', () => {
         const payloads = sizes.map((n, i) => new Uint8Array(n).map((_, j) => (j * 7 + i) & 0xff));
         const echoed = await Promise.all(payloads.map((payload) => client.call('echo', payload)));
         echoed.forEach((got, i) => assert.ok(Buffer.from(got).equals(Buffer.from(payloads[i])), `payload ${i} (${sizes[i]} bytes)`));
+        // Streams given as bytes (their chunks too go out by reference),
+        // several at once and between calls.
+        const blobs = [3 * MiB + 5, 40_000, 17].map((n, i) => Buffer.from(new Uint8Array(n).map((_, j) => (j * 13 + i) & 0xff)));
+        const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+        const uploads = await Promise.all([
+          ...blobs.map((blob) => client.call('upload', null, { stream: blob })),
+          client.call('echo', payloads[2]),
+        ]);
+        blobs.forEach((blob, i) => assert.deepEqual(uploads[i], { size: blob.length, sha256: sha256(blob) }, `stream ${i}`));
       } finally {
         await client.close({ timeoutMs: 0 });
       }

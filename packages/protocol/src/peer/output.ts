@@ -7,10 +7,12 @@
  * transports that take a frame in parts (`writeParts`: byte streams such
  * as TCP): a message's or response's payload of `DIRECT_WRITE` bytes or
  * more is written by reference after the frame's head, as Node's
- * `socket.write` and HTTP bodies are. Copying a megabyte payload (and
- * faulting in the fresh pages it lands in) was the largest cost of a
- * client sending one. Stream chunks are always copied: `write` resolves
- * once a chunk is sent, and callers reuse their chunk buffers after that.
+ * `socket.write` and HTTP bodies are; so is a stream chunk cut from bytes
+ * the caller gave with the call (a file's `data`). Copying a megabyte
+ * payload (and faulting in the fresh pages it lands in) was the largest
+ * cost of a client sending one. Chunks from iterables and `StreamWriter`s
+ * are always copied: `write` resolves once a chunk is sent, and callers
+ * reuse their chunk buffers after that.
  */
 
 import type { Frame } from '../codec/index.js';
@@ -42,13 +44,22 @@ export class FrameOutput {
     private readonly sinkParts?: (parts: readonly Uint8Array[]) => void,
   ) {}
 
-  send(frame: Frame): void {
+  /** `tailByReference`: a stream chunk that may be written by reference (see above). */
+  send(frame: Frame, tailByReference = false): void {
     if (this.closed) return;
-    if (this.sinkParts !== undefined && (frame.type === 'message' || frame.type === 'response') && frame.payload.length >= DIRECT_WRITE) {
-      const head = encodeFrameHead(frame);
-      this.flush();
-      this.writeParts([head, frame.payload]);
-      return;
+    if (this.sinkParts !== undefined) {
+      const tail =
+        frame.type === 'message' || frame.type === 'response'
+          ? frame.payload
+          : tailByReference && frame.type === 'streamData'
+            ? frame.data
+            : null;
+      if (tail !== null && tail.length >= DIRECT_WRITE) {
+        const head = encodeFrameHead(frame);
+        this.flush();
+        this.writeParts([head, tail]);
+        return;
+      }
     }
     const bytes = encodeFrame(frame);
     if (!this.batch || bytes.length >= DIRECT_WRITE) {

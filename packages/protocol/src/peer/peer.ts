@@ -312,7 +312,10 @@ export class Peer {
   private openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[] {
     if (planned.length === 0) return NO_OUTBOUND;
     const streams: OutboundStream[] = [];
-    const host = { send: (frame: Frame) => this.out.send(frame), released: (stream: OutboundStream) => this.released(stream) };
+    const host = {
+      send: (frame: Frame, tailByReference?: boolean) => this.out.send(frame, tailByReference),
+      released: (stream: OutboundStream) => this.released(stream),
+    };
     for (const { source, file } of planned) {
       const streamId = ++this.lastStreamId;
       const stream = new OutboundStream(host, streamId, source, this.remote.initialWindow, this.remote.maxFrameSize, file?.size ?? null);

@@ -31,7 +31,8 @@ export type StreamSource =
 
 /** What an outbound stream needs from the peer. */
 export interface OutboundHost {
-  send(frame: Frame): void;
+  /** `tailByReference`: the chunk is a view of the caller's own bytes (see `FrameOutput`). */
+  send(frame: Frame, tailByReference?: boolean): void;
   /** The stream's id is closed (END sent, or the connection is gone). */
   released(stream: OutboundStream): void;
 }
@@ -117,6 +118,12 @@ export class OutboundStream {
   private readonly source: Pullable;
   /** The source has finished (done or threw): do not release it. */
   private sourceDone = false;
+  /**
+   * The source is bytes the caller gave with the call (a file's `data`, say):
+   * its chunks may be written by reference, under the payload's rule. Chunks
+   * from iterables and writers are copied (their buffers may be reused).
+   */
+  private readonly byReference: boolean;
 
   /** Throws a TypeError when `source` is not a StreamSource. */
   constructor(
@@ -134,6 +141,7 @@ export class OutboundStream {
       // Sent as the stream's abort (planAttachments should have refused it).
       this.source = { next: () => Promise.reject(error), close: noop };
     }
+    this.byReference = source instanceof Uint8Array;
     this.credit = credit;
     this.maxData = maxFrameSize - idWidth(id);
   }
@@ -216,7 +224,7 @@ export class OutboundStream {
           this.credit -= n;
           this.sent += n;
           offset += n;
-          this.host.send({ type: 'streamData', streamId: this.id, data });
+          this.host.send({ type: 'streamData', streamId: this.id, data }, this.byReference);
         }
       }
       this.sourceDone = true;
