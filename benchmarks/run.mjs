@@ -17,9 +17,9 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { guardRuns, parseCommandLine, parseList, progressDisplay } from './harness/cli.mjs';
 import { startCoreSampler } from './harness/cpustat.mjs';
-import { runLoadgen } from './harness/loadgen.mjs';
+import { describeRun, runLoadgen } from './harness/loadgen.mjs';
 import { fdLimits, loadAverage, machineInfo, pinning } from './harness/machine.mjs';
 import { binDir, cargoTargetDir, loadgenBinary, prepare } from './harness/prepare.mjs';
 import { bytes, mib, ms, pct, si } from './harness/format.mjs';
@@ -53,41 +53,16 @@ const USAGE = `usage: node benchmarks/run.mjs [options]
                           ${RPC_PEER_NAMES.join(',')}), or both into the same folder
   --help`;
 
-function parseList(value, known, what) {
-  if (!value) return [...known];
-  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const item of list) {
-    if (!known.includes(item)) {
-      console.error(`unknown ${what} "${item}" (known: ${known.join(', ')})`);
-      process.exit(2);
-    }
-  }
-  return known.filter((k) => list.includes(k));
-}
-
-let args;
-try {
-  ({ values: args } = parseArgs({
-    options: {
-      quick: { type: 'boolean', default: false },
-      scenario: { type: 'string' },
-      server: { type: 'string' },
-      out: { type: 'string' },
-      'no-build': { type: 'boolean', default: false },
-      render: { type: 'boolean', default: false },
-      'update-readme': { type: 'boolean', default: false },
-      suite: { type: 'string', default: 'ws' },
-      help: { type: 'boolean', default: false },
-    },
-  }));
-} catch (err) {
-  console.error(`${err.message}\n${USAGE}`);
-  process.exit(2);
-}
-if (args.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
+const args = parseCommandLine(USAGE, {
+  quick: { type: 'boolean', default: false },
+  scenario: { type: 'string' },
+  server: { type: 'string' },
+  out: { type: 'string' },
+  'no-build': { type: 'boolean', default: false },
+  render: { type: 'boolean', default: false },
+  'update-readme': { type: 'boolean', default: false },
+  suite: { type: 'string', default: 'ws' },
+});
 
 // ------------------------------------------------------------ which suite
 
@@ -147,21 +122,7 @@ if (!runsWs) {
 
 // ------------------------------------------------------------ progress display
 
-const tty = process.stderr.isTTY;
-let statusShown = false;
-/** A permanent line on stderr (clearing the transient status line first). */
-function log(line) {
-  if (statusShown) process.stderr.write('\r\x1b[K');
-  statusShown = false;
-  process.stderr.write(`${line}\n`);
-}
-/** A transient status line, overwritten by the next one: only on a terminal. */
-function status(line) {
-  if (!tty) return;
-  const width = process.stderr.columns || 120;
-  process.stderr.write(`\r\x1b[K${line.slice(0, width - 1)}`);
-  statusShown = true;
-}
+const { log, status } = progressDisplay();
 
 // ------------------------------------------------------------ report-only modes
 
@@ -294,25 +255,7 @@ function outcome(scenario, summary) {
   }
 }
 
-let current = null; // { server, loadgen } of the run in progress, to stop on Ctrl-C or a crash
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, async () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    log(`\n${signal}: stopping the current run, keeping the results so far in ${outDir}`);
-    current?.loadgen?.kill('SIGTERM');
-    await current?.server?.stop(2000);
-    writeResults();
-    process.exit(130);
-  });
-}
-
-// Last resort (an exception in the runner): leave no server or load generator behind.
-process.on('exit', () => {
-  current?.loadgen?.kill('SIGKILL');
-  if (current?.server?.running()) process.kill(current.server.pid, 'SIGKILL');
-});
+const runs = guardRuns({ log, outDir: () => outDir, writeResults });
 
 const expectedTotal = plan.reduce((a, r) => a + r.expectedS + 1, 0);
 log(
@@ -342,7 +285,8 @@ for (const [i, item] of plan.entries()) {
   let server = null;
   try {
     server = await startServer(item.server, { root, binDir: binDir(), cpu: pin.pinned ? pin.server_cpu : null });
-    current = { server };
+    const current = runs.begin();
+    current.server = server;
     record.server_process = { pid: server.pid, port: server.port, command: server.command, cpus_allowed: server.cpus };
     if (item.settleMs) await new Promise((r) => setTimeout(r, item.settleMs));
     status(`${prefix} … running`);
@@ -358,7 +302,7 @@ for (const [i, item] of plan.entries()) {
       // Generous: connecting thousands of clients and slow servers take time;
       // the limit only catches a hung run.
       timeoutMs: (item.expectedS * 2 + 60 + item.config.connections / 200) * 1000,
-      onSpawn: (child) => (current.loadgen = child),
+      onSpawn: (child) => (current.client = child),
       onProgress: (text) => status(`${prefix} … ${text}`),
       onStep: (step) => {
         // The step is printed as its measured window ends.
@@ -372,15 +316,7 @@ for (const [i, item] of plan.entries()) {
         );
       },
     });
-    record.loadgen = {
-      command: run.command,
-      exit_code: run.code,
-      signal: run.signal,
-      timed_out: run.timedOut,
-      wall_s: Math.round(run.wallS * 100) / 100,
-      stderr: run.stderr || undefined,
-      stdout_other: run.stdoutNoise.length ? run.stdoutNoise.slice(0, 20) : undefined,
-    };
+    record.loadgen = describeRun(run);
     sampler.stop();
     record.steps = run.steps;
     record.cores = cores;
@@ -396,7 +332,7 @@ for (const [i, item] of plan.entries()) {
     record.error = err.message;
   } finally {
     if (server) await server.stop();
-    current = null;
+    runs.end();
   }
   results.runs.push(record);
   writeResults();

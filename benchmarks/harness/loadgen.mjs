@@ -86,3 +86,16 @@ export function runLoadgen({ binary, binaryArgs = [], cpu, port, protocol, serve
     child.on('close', (code, signal) => finish(code, signal));
   });
 }
+
+/** What a results file records of a finished `runLoadgen` run (the client process). */
+export function describeRun(run) {
+  return {
+    command: run.command,
+    exit_code: run.code,
+    signal: run.signal,
+    timed_out: run.timedOut,
+    wall_s: Math.round(run.wallS * 100) / 100,
+    stderr: run.stderr || undefined,
+    stdout_other: run.stdoutNoise.length ? run.stdoutNoise.slice(0, 20) : undefined,
+  };
+}

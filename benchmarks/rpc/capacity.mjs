@@ -17,7 +17,6 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { pct, si } from '../harness/format.mjs';
 import { loadAverage, machineInfo, pinning } from '../harness/machine.mjs';
 import { binDir, prepare } from '../harness/prepare.mjs';
@@ -31,7 +30,7 @@ import {
   comparisons,
   renderCapacity,
 } from './lib/capacity.mjs';
-import { parseList, progressDisplay, seconds } from './lib/cli.mjs';
+import { RPC_RUNNER_OPTIONS, guardRuns, parseCommandLine, parseList, progressDisplay, seconds } from '../harness/cli.mjs';
 import { measure } from './lib/measure.mjs';
 import { peerByName } from './lib/peers.mjs';
 
@@ -54,29 +53,7 @@ const USAGE = `usage: node benchmarks/rpc/capacity.mjs [options]
   --render                only re-render ${MD_FILE} from DIR/${JSON_FILE}
   --help`;
 
-let args;
-try {
-  ({ values: args } = parseArgs({
-    options: {
-      quick: { type: 'boolean', default: false },
-      scenario: { type: 'string' },
-      peer: { type: 'string' },
-      out: { type: 'string' },
-      warmup: { type: 'string' },
-      duration: { type: 'string' },
-      'no-build': { type: 'boolean', default: false },
-      render: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
-    },
-  }));
-} catch (err) {
-  console.error(`${err.message}\n${USAGE}`);
-  process.exit(2);
-}
-if (args.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
+const args = parseCommandLine(USAGE, RPC_RUNNER_OPTIONS);
 
 const { log, status } = progressDisplay();
 const readJson = (file) => {
@@ -166,23 +143,7 @@ function writeResults() {
   writeFileSync(path.join(outDir, JSON_FILE), `${JSON.stringify(results, null, 2)}\n`);
 }
 
-let current = null;
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, async () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    log(`\n${signal}: stopping the current run, keeping the results so far in ${outDir}`);
-    current?.client?.kill('SIGTERM');
-    await current?.server?.stop(2000);
-    writeResults();
-    process.exit(130);
-  });
-}
-process.on('exit', () => {
-  current?.client?.kill('SIGKILL');
-  if (current?.server?.running()) process.kill(current.server.pid, 'SIGKILL');
-});
+const runs = guardRuns({ log, outDir: () => outDir, writeResults });
 
 // Configuration-major order, as run.mjs: a disturbance on a shared machine
 // spreads over all peers instead of landing on one.
@@ -200,7 +161,7 @@ for (const [i, item] of plan.entries()) {
   const { peer } = item;
   const prefix = `[${i + 1}/${plan.length}] ${item.scenario} ${item.label} ${peer.name}`;
   status(`${prefix} … starting`);
-  current = {};
+  const current = runs.begin();
   const record = {
     scenario: item.scenario,
     peer: peer.name,
@@ -218,7 +179,7 @@ for (const [i, item] of plan.entries()) {
       onProgress: (text) => status(`${prefix} … ${text}`),
     })),
   };
-  current = null;
+  runs.end();
   results.runs.push(record);
   writeResults();
   const s = record.summary;

@@ -14,13 +14,12 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { pct, si } from '../harness/format.mjs';
 import { loadAverage, machineInfo, pinning } from '../harness/machine.mjs';
 import { prepare } from '../harness/prepare.mjs';
 import { SATURATED } from '../harness/report.mjs';
 import { describeVersions, serverVersions } from '../harness/servers.mjs';
-import { parseList, progressDisplay, seconds } from './lib/cli.mjs';
+import { RPC_RUNNER_OPTIONS, guardRuns, parseCommandLine, parseList, progressDisplay, seconds } from '../harness/cli.mjs';
 import { measure } from './lib/measure.mjs';
 import { PEER_NAMES, peerByName } from './lib/peers.mjs';
 import { renderMarkdown } from './lib/report.mjs';
@@ -45,29 +44,7 @@ const USAGE = `usage: node benchmarks/rpc/run.mjs [options]
   --render                only re-render rpc-results.md from DIR/rpc-results.json
   --help`;
 
-let args;
-try {
-  ({ values: args } = parseArgs({
-    options: {
-      quick: { type: 'boolean', default: false },
-      scenario: { type: 'string' },
-      peer: { type: 'string' },
-      out: { type: 'string' },
-      warmup: { type: 'string' },
-      duration: { type: 'string' },
-      'no-build': { type: 'boolean', default: false },
-      render: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
-    },
-  }));
-} catch (err) {
-  console.error(`${err.message}\n${USAGE}`);
-  process.exit(2);
-}
-if (args.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
+const args = parseCommandLine(USAGE, RPC_RUNNER_OPTIONS);
 
 const { log, status } = progressDisplay();
 
@@ -183,23 +160,7 @@ function outcome(s) {
   return `${si(s.ops_per_s)} ${s.unit}/s${extra}${lat} (server cpu ${pct(s.server_cpu)}, client cpu ${pct(s.loadgen_cpu)})${flag}`;
 }
 
-let current = null;
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.on(signal, async () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    log(`\n${signal}: stopping the current run, keeping the results so far in ${outDir}`);
-    current?.client?.kill('SIGTERM');
-    await current?.server?.stop(2000);
-    writeResults();
-    process.exit(130);
-  });
-}
-process.on('exit', () => {
-  current?.client?.kill('SIGKILL');
-  if (current?.server?.running()) process.kill(current.server.pid, 'SIGKILL');
-});
+const runs = guardRuns({ log, outDir: () => outDir, writeResults });
 
 const runnable = plan.filter((r) => !r.peer.unsupported?.[r.scenario]);
 const expectedTotal = runnable.reduce((a, r) => a + r.expectedS, 0);
@@ -232,7 +193,7 @@ for (const [i, item] of plan.entries()) {
     continue;
   }
   status(`${prefix} … starting`);
-  current = {};
+  const current = runs.begin();
   Object.assign(
     record,
     await measure({
@@ -256,7 +217,7 @@ for (const [i, item] of plan.entries()) {
       onProgress: (text) => status(`${prefix} … ${text}`),
     }),
   );
-  current = null;
+  runs.end();
   results.runs.push(record);
   writeResults();
   if (record.error) {

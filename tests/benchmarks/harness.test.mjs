@@ -8,14 +8,11 @@
 // Env: CARGO_TARGET_DIR / SB_CACHE as for scripts/run.mjs (the load generator
 //      and the Tokio peer are built there).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { scriptRunner } from './run-script.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 // The quick run itself takes under a minute; the first build of the load
 // generator, the Tokio peer and the peers' npm packages takes longer.
 const RUN_TIMEOUT_MS = 15 * 60_000;
@@ -23,42 +20,8 @@ const RUN_TIMEOUT_MS = 15 * 60_000;
 const SCENARIOS = ['ws-echo', 'ws-broadcast-room', 'ws-channels', 'ws-idle'];
 const SERVERS = ['switchboard', 'uws', 'ws', 'socketio', 'sockjs', 'tokio'];
 
-const out = mkdtempSync(path.join(os.tmpdir(), 'switchboard-bench-test-'));
-let child = null;
-after(() => {
-  // The runner and everything it started share its process group.
-  if (child && child.exitCode === null && child.signalCode === null) {
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  rmSync(out, { recursive: true, force: true });
-});
-
-function runQuick() {
-  return new Promise((resolve) => {
-    child = spawn(process.execPath, ['benchmarks/run.mjs', '--quick', '--out', out], {
-      cwd: root,
-      // Its own process group, so a timeout can stop the servers and the load generator too.
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (c) => (output += c));
-    child.stderr.on('data', (c) => (output += c));
-    const timer = setTimeout(() => {
-      // SIGTERM first: the runner stops its server and keeps the partial results.
-      process.kill(-child.pid, 'SIGTERM');
-      setTimeout(() => process.kill(-child.pid, 'SIGKILL'), 10_000).unref();
-    }, RUN_TIMEOUT_MS);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, output });
-    });
-  });
-}
+const { out, run: runScript } = scriptRunner('bench-test', RUN_TIMEOUT_MS);
+const runQuick = () => runScript(['benchmarks/run.mjs', '--quick', '--out', out]);
 
 test('benchmarks/run.mjs --quick runs every scenario against every server', { timeout: RUN_TIMEOUT_MS + 60_000 }, async (t) => {
   const started = Date.now();

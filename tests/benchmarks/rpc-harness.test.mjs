@@ -7,14 +7,11 @@
 //
 // Run: node --test tests/benchmarks/rpc-harness.test.mjs
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { scriptRunner } from './run-script.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 // The runs take seconds; the first `npm install` of the peers takes longer.
 const RUN_TIMEOUT_MS = 10 * 60_000;
 
@@ -25,46 +22,16 @@ const RUN_TIMEOUT_MS = 10 * 60_000;
 const SCENARIOS = ['tiny-response', 'many-responses', 'payload-1mib', 'one-way'];
 const PEERS = ['switchboard', 'http', 'qrpc'];
 
-const out = mkdtempSync(path.join(os.tmpdir(), 'switchboard-rpc-bench-test-'));
-let child = null;
-after(() => {
-  if (child && child.exitCode === null && child.signalCode === null) {
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  rmSync(out, { recursive: true, force: true });
-});
+const { out, run: runScript } = scriptRunner('rpc-bench-test', RUN_TIMEOUT_MS);
 
-function runSuite() {
-  return new Promise((resolve) => {
-    child = spawn(
-      process.execPath,
-      [
-        'benchmarks/rpc/run.mjs', '--quick',
-        '--scenario', SCENARIOS.join(','),
-        '--peer', PEERS.join(','),
-        '--warmup', '0.2', '--duration', '0.5',
-        '--out', out,
-      ],
-      // Its own process group, so a timeout stops the servers and drivers too.
-      { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let output = '';
-    child.stdout.on('data', (c) => (output += c));
-    child.stderr.on('data', (c) => (output += c));
-    const timer = setTimeout(() => {
-      process.kill(-child.pid, 'SIGTERM');
-      setTimeout(() => process.kill(-child.pid, 'SIGKILL'), 10_000).unref();
-    }, RUN_TIMEOUT_MS);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, output });
-    });
-  });
-}
+const runSuite = () =>
+  runScript([
+    'benchmarks/rpc/run.mjs', '--quick',
+    '--scenario', SCENARIOS.join(','),
+    '--peer', PEERS.join(','),
+    '--warmup', '0.2', '--duration', '0.5',
+    '--out', out,
+  ]);
 
 const finite = (v) => typeof v === 'number' && Number.isFinite(v);
 

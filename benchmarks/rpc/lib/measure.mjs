@@ -4,7 +4,7 @@
 // capacity.mjs; both print one JSON step), both cores sampled over the
 // window, the server stopped. A failure is recorded in `error`, never thrown.
 import { startCoreSampler } from '../../harness/cpustat.mjs';
-import { runLoadgen } from '../../harness/loadgen.mjs';
+import { describeRun, runLoadgen } from '../../harness/loadgen.mjs';
 import { binDir } from '../../harness/prepare.mjs';
 import { startServer } from '../../harness/servers.mjs';
 import { summarize } from './report.mjs';
@@ -46,15 +46,7 @@ export async function measure({ root, peer, pin, client, timeoutMs, limitS, trac
       },
     });
     sampler.stop();
-    record.client = {
-      command: run.command,
-      exit_code: run.code,
-      signal: run.signal,
-      timed_out: run.timedOut,
-      wall_s: Math.round(run.wallS * 100) / 100,
-      stderr: run.stderr || undefined,
-      stdout_other: run.stdoutNoise.length ? run.stdoutNoise.slice(0, 20) : undefined,
-    };
+    record.client = describeRun(run);
     record.steps = run.steps;
     record.cores = cores;
     record.summary = summarize(run.steps[0], { core: cores[0], pin });
