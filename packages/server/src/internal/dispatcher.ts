@@ -285,7 +285,7 @@ export class Dispatcher {
     });
     this.rpc.set(event.id, connection);
     const refuse = (error: unknown) => {
-      // An RpcError is the hook's answer (ERR_UNAUTHORIZED, say): the client
+      // An RpcError is the hook's answer (a refused token, say): the client
       // gets its code and message. Anything else is a bug in the hook.
       if (error instanceof RpcError) {
         connection.close(error.code, error.message);
