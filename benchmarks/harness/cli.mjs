@@ -4,6 +4,9 @@
 // redrawn in place on a terminal, log lines kept), and the clean-up of the
 // run in progress when the runner is interrupted or exits.
 
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 
 /**
@@ -37,6 +40,27 @@ export const RPC_RUNNER_OPTIONS = {
   'no-build': { type: 'boolean', default: false },
   render: { type: 'boolean', default: false },
 };
+
+/**
+ * What the RPC runners' options select: the scenarios and peers (names,
+ * in their own order), the timing overrides, whether that is everything
+ * at full length (`complete`), and the output folder (made): `--out`,
+ * else `defaultOut` for a complete run, else a temp dir named after `name`.
+ */
+export function rpcRunSelection(args, { scenarioNames, peerNames, defaultOut, name }) {
+  const quick = args.quick;
+  const warmup = seconds(args.warmup, 'warmup');
+  const duration = seconds(args.duration, 'duration');
+  const scenarios = parseList(args.scenario, scenarioNames, 'scenario');
+  const peers = parseList(args.peer, peerNames, 'peer');
+  const complete =
+    !quick && warmup === undefined && duration === undefined && scenarios.length === scenarioNames.length && peers.length === peerNames.length;
+  const outDir = path.resolve(
+    args.out ?? (complete ? defaultOut : mkdtempSync(path.join(os.tmpdir(), `${name}-${quick ? 'quick' : 'partial'}-`))),
+  );
+  mkdirSync(outDir, { recursive: true });
+  return { quick, warmup, duration, scenarios, peers, complete, outDir };
+}
 
 /** The known names `value` selects, in their own order; exits 2 on an unknown one. */
 export function parseList(value, known, what) {

@@ -13,8 +13,7 @@
 // same script as run.mjs) pinned to one core, run switchboard-rpcload
 // pinned to the other, keep the JSON step it prints, stop the server.
 // Writes rpc-capacity.json and rpc-capacity.md. Progress on stderr.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pct, si } from '../harness/format.mjs';
@@ -30,7 +29,7 @@ import {
   comparisons,
   renderCapacity,
 } from './lib/capacity.mjs';
-import { RPC_RUNNER_OPTIONS, guardRuns, parseCommandLine, parseList, progressDisplay, seconds } from '../harness/cli.mjs';
+import { RPC_RUNNER_OPTIONS, guardRuns, parseCommandLine, progressDisplay, rpcRunSelection } from '../harness/cli.mjs';
 import { measure } from './lib/measure.mjs';
 import { peerByName } from './lib/peers.mjs';
 
@@ -78,17 +77,13 @@ if (args.render) {
 
 // ------------------------------------------------------------ the run
 
-const quick = args.quick;
-const warmup = seconds(args.warmup, 'warmup');
-const duration = seconds(args.duration, 'duration');
-const scenarios = parseList(args.scenario, CAPACITY_SCENARIO_NAMES, 'scenario');
-const peers = parseList(args.peer, CAPACITY_PEERS, 'peer').map(peerByName);
-const complete =
-  !quick && warmup === undefined && duration === undefined && scenarios.length === CAPACITY_SCENARIO_NAMES.length && peers.length === CAPACITY_PEERS.length;
-const outDir = path.resolve(
-  args.out ?? (complete ? defaultOut : mkdtempSync(path.join(os.tmpdir(), `switchboard-rpc-capacity-${quick ? 'quick' : 'partial'}-`))),
-);
-mkdirSync(outDir, { recursive: true });
+const { quick, warmup, duration, scenarios, peers: peerNames, complete, outDir } = rpcRunSelection(args, {
+  scenarioNames: CAPACITY_SCENARIO_NAMES,
+  peerNames: CAPACITY_PEERS,
+  defaultOut,
+  name: 'switchboard-rpc-capacity',
+});
+const peers = peerNames.map(peerByName);
 
 const startedAt = new Date();
 const pin = pinning();

@@ -10,8 +10,7 @@
 // peer's server pinned to one core, run the driver (a Node process with the
 // peer's client adapter) pinned to the other, keep the step it prints, stop
 // the server. Writes rpc-results.json and rpc-results.md. Progress on stderr.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pct, si } from '../harness/format.mjs';
@@ -19,7 +18,7 @@ import { loadAverage, machineInfo, pinning } from '../harness/machine.mjs';
 import { prepare } from '../harness/prepare.mjs';
 import { SATURATED } from '../harness/report.mjs';
 import { describeVersions, serverVersions } from '../harness/servers.mjs';
-import { RPC_RUNNER_OPTIONS, guardRuns, parseCommandLine, parseList, progressDisplay, seconds } from '../harness/cli.mjs';
+import { RPC_RUNNER_OPTIONS, guardRuns, parseCommandLine, progressDisplay, rpcRunSelection } from '../harness/cli.mjs';
 import { measure } from './lib/measure.mjs';
 import { PEER_NAMES, peerByName } from './lib/peers.mjs';
 import { renderMarkdown } from './lib/report.mjs';
@@ -63,17 +62,13 @@ if (args.render) {
 
 // ------------------------------------------------------------ the run
 
-const quick = args.quick;
-const warmup = seconds(args.warmup, 'warmup');
-const duration = seconds(args.duration, 'duration');
-const scenarios = parseList(args.scenario, SCENARIO_NAMES, 'scenario');
-const peers = parseList(args.peer, PEER_NAMES, 'peer').map(peerByName);
-const complete =
-  !quick && warmup === undefined && duration === undefined && scenarios.length === SCENARIO_NAMES.length && peers.length === PEER_NAMES.length;
-const outDir = path.resolve(
-  args.out ?? (complete ? defaultOut : mkdtempSync(path.join(os.tmpdir(), `switchboard-rpc-bench-${quick ? 'quick' : 'partial'}-`))),
-);
-mkdirSync(outDir, { recursive: true });
+const { quick, warmup, duration, scenarios, peers: peerNames, complete, outDir } = rpcRunSelection(args, {
+  scenarioNames: SCENARIO_NAMES,
+  peerNames: PEER_NAMES,
+  defaultOut,
+  name: 'switchboard-rpc-bench',
+});
+const peers = peerNames.map(peerByName);
 
 const startedAt = new Date();
 const startedHr = process.hrtime.bigint();

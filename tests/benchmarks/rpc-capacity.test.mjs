@@ -19,32 +19,19 @@ const RUN_TIMEOUT_MS = 10 * 60_000;
 const PEERS = ['switchboard', 'qrpc'];
 const LABELS = ['c=10 k=10', 'c=10 k=100'];
 
-const { out, run: runScript } = scriptRunner('rpc-capacity-test', RUN_TIMEOUT_MS);
+const { out, runChecked } = scriptRunner('rpc-capacity-test', RUN_TIMEOUT_MS);
 
-const runCapacity = () =>
-  runScript([
-    'benchmarks/rpc/capacity.mjs', '--quick',
-    '--scenario', 'tiny-response',
-    '--peer', PEERS.join(','),
-    '--warmup', '0.2', '--duration', '0.5',
-    '--out', out,
-  ]);
+const ARGS = [
+  'benchmarks/rpc/capacity.mjs', '--quick',
+  '--scenario', 'tiny-response',
+  '--peer', PEERS.join(','),
+  '--warmup', '0.2', '--duration', '0.5',
+  '--out', out,
+];
 
 const finite = (v) => typeof v === 'number' && Number.isFinite(v);
 
-test('benchmarks/rpc/capacity.mjs measures servers with the native client', { timeout: RUN_TIMEOUT_MS + 60_000 }, async (t) => {
-  const started = Date.now();
-  const run = await runCapacity();
-  t.diagnostic(`capacity run: exit ${run.code ?? run.signal} after ${Math.round((Date.now() - started) / 1000)} s`);
-  const tail = run.output.split('\n').slice(-30).join('\n');
-  assert.equal(run.code, 0, `the capacity run failed:\n${tail}`);
-  try {
-    checkResults();
-  } catch (err) {
-    err.message += `\n--- the run's output (tail):\n${tail}`;
-    throw err;
-  }
-});
+test('benchmarks/rpc/capacity.mjs measures servers with the native client', { timeout: RUN_TIMEOUT_MS + 60_000 }, (t) => runChecked(t, 'capacity run', ARGS, 30, checkResults));
 
 function checkResults() {
   const results = JSON.parse(readFileSync(path.join(out, 'rpc-capacity.json'), 'utf8'));

@@ -22,33 +22,19 @@ const RUN_TIMEOUT_MS = 10 * 60_000;
 const SCENARIOS = ['tiny-response', 'many-responses', 'payload-1mib', 'one-way'];
 const PEERS = ['switchboard', 'http', 'qrpc'];
 
-const { out, run: runScript } = scriptRunner('rpc-bench-test', RUN_TIMEOUT_MS);
+const { out, runChecked } = scriptRunner('rpc-bench-test', RUN_TIMEOUT_MS);
 
-const runSuite = () =>
-  runScript([
-    'benchmarks/rpc/run.mjs', '--quick',
-    '--scenario', SCENARIOS.join(','),
-    '--peer', PEERS.join(','),
-    '--warmup', '0.2', '--duration', '0.5',
-    '--out', out,
-  ]);
+const ARGS = [
+  'benchmarks/rpc/run.mjs', '--quick',
+  '--scenario', SCENARIOS.join(','),
+  '--peer', PEERS.join(','),
+  '--warmup', '0.2', '--duration', '0.5',
+  '--out', out,
+];
 
 const finite = (v) => typeof v === 'number' && Number.isFinite(v);
 
-test('benchmarks/rpc/run.mjs measures every selected scenario and peer', { timeout: RUN_TIMEOUT_MS + 60_000 }, async (t) => {
-  const started = Date.now();
-  const run = await runSuite();
-  t.diagnostic(`rpc run: exit ${run.code ?? run.signal} after ${Math.round((Date.now() - started) / 1000)} s`);
-  const tail = run.output.split('\n').slice(-40).join('\n');
-  assert.equal(run.code, 0, `the RPC run failed:\n${tail}`);
-  try {
-    checkResults();
-  } catch (err) {
-    // The run's progress lines say which run misbehaved and how.
-    err.message += `\n--- the run's output (tail):\n${tail}`;
-    throw err;
-  }
-});
+test('benchmarks/rpc/run.mjs measures every selected scenario and peer', { timeout: RUN_TIMEOUT_MS + 60_000 }, (t) => runChecked(t, 'RPC run', ARGS, 40, checkResults));
 
 function checkResults() {
   const results = JSON.parse(readFileSync(path.join(out, 'rpc-results.json'), 'utf8'));

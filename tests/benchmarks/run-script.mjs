@@ -1,6 +1,7 @@
 // Running a benchmark script from a test: in its own process group, so
 // that a timeout (or the test ending early) stops the servers and load
 // generators it started too, with a scratch directory for its results.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * A scratch directory (`out`, removed after the tests) and `run(args)`,
+ * A scratch directory (`out`, removed after the tests), `runChecked` (below) and `run(args)`,
  * which runs `node ...args` from the repository root and resolves with its
  * exit `code` or `signal` and its `output` (stdout and stderr together).
  * Past `timeoutMs` the group gets SIGTERM (a runner then stops its server
@@ -45,5 +46,24 @@ export function scriptRunner(name, timeoutMs) {
         resolve({ code, signal, output });
       });
     });
-  return { out, run };
+  /**
+   * Runs `node ...args` (the test `t` notes how it ended), requires exit 0,
+   * then calls `check()`; a failure of either carries the last `tailLines`
+   * lines of the run's output, whose progress lines say which run
+   * misbehaved and how.
+   */
+  const runChecked = async (t, what, args, tailLines, check) => {
+    const started = Date.now();
+    const result = await run(args);
+    t.diagnostic(`${what}: exit ${result.code ?? result.signal} after ${Math.round((Date.now() - started) / 1000)} s`);
+    const tail = result.output.split('\n').slice(-tailLines).join('\n');
+    assert.equal(result.code, 0, `the ${what} failed:\n${tail}`);
+    try {
+      check();
+    } catch (err) {
+      err.message += `\n--- the run's output (tail):\n${tail}`;
+      throw err;
+    }
+  };
+  return { out, run, runChecked };
 }

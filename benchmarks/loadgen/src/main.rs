@@ -19,10 +19,6 @@ use switchboard_loadgen::{procfs, sys};
 
 use std::process::ExitCode;
 
-/// File descriptors the process needs besides its connections (stdio,
-/// epoll, /proc reads).
-const SPARE_FDS: u64 = 16;
-
 fn main() -> ExitCode {
     let cfg = match cli::parse(std::env::args().skip(1)) {
         Ok(cfg) => cfg,
@@ -35,20 +31,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let limit = match sys::raise_fd_limit() {
-        Ok(limit) => limit,
-        Err(e) => {
-            eprintln!("error: cannot read or raise the open-file limit: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if cfg.connections as u64 + SPARE_FDS > limit {
-        eprintln!(
-            "error: --connections {} needs {} file descriptors, but this process may open only {limit} \
-             (the hard RLIMIT_NOFILE)",
-            cfg.connections,
-            cfg.connections as u64 + SPARE_FDS
-        );
+    if let Err(msg) = sys::fit_connections(cfg.connections) {
+        eprintln!("error: {msg}");
         return ExitCode::from(2);
     }
     match scenarios::run(&cfg) {

@@ -62,6 +62,26 @@ pub fn raise_fd_limit() -> io::Result<u64> {
     Ok(lim.rlim_cur)
 }
 
+/// File descriptors a load generator needs besides its connections
+/// (stdio, epoll, /proc reads).
+pub const SPARE_FDS: u64 = 16;
+
+/// Raises the open-file limit (see [`raise_fd_limit`]) and checks that
+/// `connections` sockets fit in it with [`SPARE_FDS`] to spare; the error
+/// says why not, for the command line.
+pub fn fit_connections(connections: usize) -> Result<(), String> {
+    let limit =
+        raise_fd_limit().map_err(|e| format!("cannot read or raise the open-file limit: {e}"))?;
+    let needed = connections as u64 + SPARE_FDS;
+    if needed > limit {
+        return Err(format!(
+            "--connections {connections} needs {needed} file descriptors, but this process may open only {limit} \
+             (the hard RLIMIT_NOFILE)"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -5,6 +5,7 @@
 // otherwise.
 import { pct, ratio, si } from '../../harness/format.mjs';
 import { cellMark, comparisonTable } from '../../harness/report.mjs';
+import { failedRunsSection } from './report.mjs';
 
 /** The peers switchboard-rpcload speaks, in table order (Switchboard first: the reference of the ratios). */
 export const CAPACITY_PEERS = ['switchboard', 'qrpc', 'http'];
@@ -283,11 +284,7 @@ export function renderCapacity(results, { nodeResults = null, rpcRel = '../rpc' 
         '. Those figures are of a disturbed run.',
     );
   }
-  const failed = results.runs.filter((r) => r.error);
-  if (failed.length) {
-    out.push('', '## Failed runs', '');
-    for (const r of failed) out.push(`- ${r.scenario} ${r.label} ${r.peer}: ${r.error.split('\n')[0]}`);
-  }
+  out.push(...failedRunsSection(results));
   out.push('');
   return out.join('\n');
 }

@@ -239,12 +239,14 @@ export function renderMarkdown(results, { rpcRel = '../rpc' } = {}) {
     for (const [s, why] of skipped) out.push(`  - ${s}: n/a, ${why}.`);
   }
 
-  const failed = results.runs.filter((r) => r.error);
-  if (failed.length) {
-    out.push('', '## Failed runs', '');
-    for (const r of failed) out.push(`- ${r.scenario} ${r.label} ${r.peer}: ${r.error.split('\n')[0]}`);
-  }
+  out.push(...failedRunsSection(results));
   out.push('');
   return out.join('\n');
 }
 
+/** The Markdown lines listing the runs that failed, with the first line of each error (none when every run succeeded). */
+export function failedRunsSection(results) {
+  const failed = results.runs.filter((r) => r.error);
+  if (!failed.length) return [];
+  return ['', '## Failed runs', '', ...failed.map((r) => `- ${r.scenario} ${r.label} ${r.peer}: ${r.error.split('\n')[0]}`)];
+}

@@ -122,8 +122,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = sys::raise_fd_limit() {
-        eprintln!("error: cannot read or raise the open-file limit: {e}");
+    if let Err(msg) = sys::fit_connections(cfg.connections) {
+        eprintln!("error: {msg}");
         return ExitCode::from(2);
     }
     match run(&cfg) {
