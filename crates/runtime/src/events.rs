@@ -86,30 +86,26 @@ pub fn wake_deferred() {
 /// with a thread-safe function call; tests implement it with a channel.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
-/// What a worker takes from its queue at once: the events, and the
-/// buffers that `MESSAGE_OWNED` events refer to by index.
+/// What waits in a worker's queue, and what the worker takes from it at
+/// once: the events, and the buffers that `MESSAGE_OWNED` events refer to
+/// by index.
 #[derive(Debug, Default)]
 pub struct Drained {
     pub events: Vec<u8>,
     pub owned: Vec<Vec<u8>>,
 }
 
-#[derive(Default)]
-struct Pending {
-    events: Vec<u8>,
-    owned: Vec<Vec<u8>>,
-    owned_bytes: usize,
-}
-
-impl Pending {
+impl Drained {
+    /// The bytes waiting: events and owned buffers (only large frames are
+    /// owned, so the list is short).
     fn queued_bytes(&self) -> usize {
-        self.events.len() + self.owned_bytes
+        self.events.len() + self.owned.iter().map(Vec::len).sum::<usize>()
     }
 }
 
 /// The events of one worker, waiting to be drained.
 pub struct EventQueue {
-    buffer: Mutex<Pending>,
+    buffer: Mutex<Drained>,
     /// Mirrors the bytes pending (events and owned buffers) so producers
     /// can check capacity without the lock.
     queued_bytes: AtomicUsize,
@@ -126,7 +122,7 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn new(capacity: usize) -> Self {
         Self {
-            buffer: Mutex::new(Pending::default()),
+            buffer: Mutex::new(Drained::default()),
             queued_bytes: AtomicUsize::new(0),
             wake_pending: AtomicBool::new(false),
             capacity_hint: AtomicUsize::new(MIN_BATCH_CAPACITY),
@@ -170,7 +166,6 @@ impl EventQueue {
         let queued = {
             let mut pending = self.buffer.lock();
             let index = pending.owned.len() as u32;
-            pending.owned_bytes += owned.len();
             pending.owned.push(owned);
             self.write_event(&mut pending, kind, |out| {
                 write_body(out);
@@ -183,7 +178,7 @@ impl EventQueue {
     /// Write one event into the batch; returns the bytes now pending.
     fn write_event(
         &self,
-        pending: &mut Pending,
+        pending: &mut Drained,
         kind: u8,
         write_body: impl FnOnce(&mut Vec<u8>),
     ) -> usize {
@@ -254,10 +249,7 @@ impl EventQueue {
             Ordering::Relaxed,
         );
         self.room.notify_waiters();
-        Drained {
-            events: taken.events,
-            owned: taken.owned,
-        }
+        taken
     }
 
     /// Discard everything (the worker died; its connections are closed).

@@ -157,13 +157,11 @@ impl WireReader {
     /// When `pending` is exactly one complete frame (a large one is, once
     /// reassembled: the reader takes just the bytes it needs), check it as
     /// `process` would and return the peer's last call id; `None` when it
-    /// is not (yet) one whole frame.
+    /// is not (yet) one whole frame. Only called for large frames, so never
+    /// for a heartbeat (its body must be empty).
     fn check_whole_frame(&mut self, pending: &[u8]) -> Result<Option<u64>, WireError> {
         match decode(pending, self.limit())? {
             Some((frame, size)) if size == pending.len() => {
-                if matches!(frame, Frame::Heartbeat { .. }) {
-                    return Ok(None);
-                }
                 self.check.check(&frame)?;
                 Ok(Some(self.check.last_call_id()))
             }

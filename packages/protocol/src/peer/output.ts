@@ -16,7 +16,7 @@
  */
 
 import type { Frame } from '../codec/index.js';
-import { encodeFrame, encodeFrameHead } from '../codec/index.js';
+import { encodeFrame, encodeFrameHead, frameTail } from '../codec/index.js';
 
 /** Frames at least this large are written on their own, without a concatenation. */
 const DIRECT_WRITE = 16 * 1024;
@@ -48,12 +48,8 @@ export class FrameOutput {
   send(frame: Frame, tailByReference = false): void {
     if (this.closed) return;
     if (this.sinkParts !== undefined) {
-      const tail =
-        frame.type === 'message' || frame.type === 'response'
-          ? frame.payload
-          : tailByReference && frame.type === 'streamData'
-            ? frame.data
-            : null;
+      // Stream chunks only when their source allows it; payloads always.
+      const tail = frame.type === 'streamData' && !tailByReference ? null : frameTail(frame);
       if (tail !== null && tail.length >= DIRECT_WRITE) {
         const head = encodeFrameHead(frame);
         this.flush();

@@ -179,7 +179,7 @@ export function decodeBatch(
           const cipher = r.str();
           const certificateLength = batch.readUInt32LE(r.offset);
           const certificateStart = r.offset + 4;
-          // Copied: the batch buffer is reused once this event is handled.
+          // Copied: a view would keep the whole batch alive for the connection's life.
           const peerCertificate = Buffer.from(batch.subarray(certificateStart, certificateStart + certificateLength));
           r.offset = certificateStart + certificateLength;
           tls = { serverName, protocol, cipher, peerCertificate };

@@ -150,8 +150,8 @@ export class RpcConnection<UserData = unknown> {
   /** @internal A frame the native side delivered (already checked). */
   receive(bytes: Uint8Array): void {
     if (this.held) {
-      // A copy: `bytes` is a view into a batch the native side reuses.
-      this.held.push(new Uint8Array(bytes));
+      // A view into the drained batch, which is ours: it stays valid.
+      this.held.push(bytes);
       return;
     }
     let decoded;
