@@ -18,6 +18,9 @@ use crate::tls::TlsSocket;
 const ACCEPT_BACKOFF_START: Duration = Duration::from_millis(5);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// A connection's task, boxed so that each kind is allocated at its own size.
+type ConnectionTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// What a TCP listener serves.
 #[derive(Clone)]
 pub enum Endpoint {
@@ -39,23 +42,26 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, endpoint: E
     run(
         &shared,
         accept,
-        |stream, remote, shared| {
-            let endpoint = endpoint.clone();
-            async move {
-                match endpoint {
-                    Endpoint::Http => connection::run(stream, remote, shared).await,
-                    Endpoint::Wire => {
+        |stream, remote, shared| -> ConnectionTask {
+            // One boxed future per kind, sized for that kind alone: an
+            // `async` block matching on the endpoint would be sized for
+            // the largest arm (a TLS session, ~20 kB), and every plain
+            // WebSocket connection's task would pay for it.
+            match endpoint.clone() {
+                Endpoint::Http => Box::pin(connection::run(stream, remote, shared)),
+                Endpoint::Wire => Box::pin(connection::run_wire(
+                    stream,
+                    remote.to_string(),
+                    shared,
+                    transport::TCP,
+                )),
+                Endpoint::WireTls(config) => Box::pin(async move {
+                    // Fails only when rustls cannot allocate its state.
+                    if let Ok(socket) = TlsSocket::new(stream, config) {
                         let remote = remote.to_string();
-                        connection::run_wire(stream, remote, shared, transport::TCP).await
+                        connection::run_wire(socket, remote, shared, transport::TLS).await;
                     }
-                    Endpoint::WireTls(config) => {
-                        // Fails only when rustls cannot allocate its state.
-                        if let Ok(socket) = TlsSocket::new(stream, config) {
-                            let remote = remote.to_string();
-                            connection::run_wire(socket, remote, shared, transport::TLS).await;
-                        }
-                    }
-                }
+                }),
             }
         },
         move |stream| refuse(stream, refused.clone()),
