@@ -1,5 +1,6 @@
 // What the runnable examples share: options from the environment, so tests,
 // conformance runs and benchmarks drive the same programs.
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Server } from 'switchboard';
 
@@ -15,13 +16,26 @@ export function routeOptionsFromEnv() {
   return options;
 }
 
+/**
+ * TLS from TLS_CERT and TLS_KEY (paths of PEM files): both given, the
+ * example serves `wss://`; neither, `ws://`; one alone is a mistake.
+ */
+export function tlsFromEnv() {
+  const { TLS_CERT: cert, TLS_KEY: key } = process.env;
+  if (!cert && !key) return undefined;
+  if (!cert || !key) throw new Error('give both TLS_CERT and TLS_KEY (paths of PEM files), or neither');
+  return { cert: readFileSync(cert), key: readFileSync(key) };
+}
+
 /** Start a server for `app` on PORT with WORKERS workers; close on SIGINT/SIGTERM. */
 export async function startExample(name, app) {
   const workers = process.env.WORKERS === undefined ? os.availableParallelism() : Number(process.env.WORKERS);
   const port = process.env.PORT === undefined ? 9001 : Number(process.env.PORT);
+  const tls = tlsFromEnv();
   const server = new Server({ app, workers });
-  const [address] = await server.listen(port, '127.0.0.1');
-  console.log(`${name} server listening on ws://127.0.0.1:${address.port}/ (${workers} workers)`);
+  const [address] = await server.listen([{ host: '127.0.0.1', port, tls }]);
+  const scheme = tls ? 'wss' : 'ws';
+  console.log(`${name} server listening on ${scheme}://127.0.0.1:${address.port}/ (${workers} workers)`);
   const stop = async () => {
     await server.close({ drainTimeout: 1000 });
     process.exit(0);

@@ -15,14 +15,14 @@ export declare class ServerHandle {
   /** Attach to a server created on another thread. */
   static open(id: number): ServerHandle
   get id(): number
-  /** Bind and start accepting on `host:port` (port 0 picks a free port). */
-  listen(host: string, port: number): ListenAddress
-  /** Bind `host:port` for Switchboard protocol connections. */
-  listenWire(host: string, port: number): ListenAddress
-  /** Bind `host:port` for Switchboard protocol connections inside TLS. */
-  listenWireTls(host: string, port: number, tls: TlsListenOptions): ListenAddress
-  /** Bind a Unix socket at `path` for Switchboard protocol connections. */
-  listenWireUnix(path: string): void
+  /**
+   * Bind `host:port` (port 0 picks a free port) and accept connections
+   * speaking `protocol` (`"http"`, the default: HTTP and WebSocket;
+   * `"rpc"`: the Switchboard protocol), inside TLS when `tls` is given.
+   */
+  listen(host: string, port: number, protocol?: string | undefined | null, tls?: TlsListenOptions | undefined | null): ListenAddress
+  /** Bind a Unix socket at `path` for connections speaking `protocol`. */
+  listenUnix(path: string, protocol: string): void
   /**
    * Register the calling thread as worker `index`: `wake` is called (on
    * this thread) whenever events are waiting; the worker then calls
@@ -132,7 +132,18 @@ export interface RouteOptions {
    * The route also speaks the Switchboard protocol (subprotocol
    * `switchboard.v1`).
    */
-  wire?: boolean
+  rpc?: boolean
+}
+
+/** The Switchboard protocol's options (`ServerOptions.rpc` in TypeScript). */
+export interface RpcOptions {
+  maxFrameSize?: number
+  initialWindow?: number
+  maxConcurrentCalls?: number
+  heartbeatIntervalMs?: number
+  /** Codec names spoken besides `raw`. */
+  codecs?: Array<string>
+  maxBackpressure?: number
 }
 
 /** Options of a whole server. */
@@ -147,7 +158,7 @@ export interface ServerOptions {
   upgradeTimeoutMs?: number
   closeTimeoutMs?: number
   maxWorkerQueueBytes?: number
-  wire?: WireOptions
+  rpc?: RpcOptions
 }
 
 export interface SniCertificate {
@@ -180,7 +191,7 @@ export interface StatsJs {
   workers: Array<WorkerStatsJs>
 }
 
-/** TLS of a protocol listener (`{ protocol: 'rpc', tls }` in TypeScript). */
+/** TLS of a listener (`{ port, tls }` in TypeScript), HTTP or RPC. */
 export interface TlsListenOptions {
   cert: Buffer
   key: Buffer
@@ -194,17 +205,6 @@ export interface TlsListenOptions {
 
 /** End a `cork`; the outermost one wakes every connection sent to. */
 export declare function uncork(): void
-
-/** The Switchboard protocol's options (`ServerOptions.rpc` in TypeScript). */
-export interface WireOptions {
-  maxFrameSize?: number
-  initialWindow?: number
-  maxConcurrentCalls?: number
-  heartbeatIntervalMs?: number
-  /** Codec names spoken besides `raw`. */
-  codecs?: Array<string>
-  maxBackpressure?: number
-}
 
 /** Counters of one worker. */
 export interface WorkerStatsJs {

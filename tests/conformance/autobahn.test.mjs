@@ -1,11 +1,15 @@
 // Autobahn TestSuite conformance of the echo example, driven by kosoku's
 // fuzzing client (the Autobahn case files under a Rust runner; PyPI, pinned
-// in requirements.txt). Two runs: plain, and COMPRESSION=1 where the 12.x and
-// 13.x permessage-deflate cases must negotiate.
+// in requirements.txt). Three runs: plain; COMPRESSION=1, where the 12.x and
+// 13.x permessage-deflate cases must negotiate; and tls, the plain run with
+// the example serving wss:// (TLS_CERT, TLS_KEY). kosoku speaks no TLS, so
+// in the tls run it connects to a relay in this process that carries its
+// bytes, unchanged and with half-closes, over a TLS connection to the
+// server: every case then exercises the server's TLS path.
 //
 // Run: node --test tests/conformance/
 // Env: SB_ECHO_SERVER          server script (default examples/echo/server.mjs)
-//      SB_AUTOBAHN_RUNS        runs to do, comma-separated (default: plain,compression)
+//      SB_AUTOBAHN_RUNS        runs to do, comma-separated (default: plain,compression,tls)
 //      SB_AUTOBAHN_CASES       case ids or globs to run, e.g. "1.*,9.1.*" (default: all)
 //      SB_AUTOBAHN_EXCLUDE     case ids or globs to leave out (default: none)
 //      SB_AUTOBAHN_PARALLELISM cases kosoku runs at once (default 1)
@@ -17,8 +21,11 @@
 
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import tls from 'node:tls';
+import { certificateFactory } from '../helpers/certs.mjs';
 import { ensureVenv } from '../interop/python-venv.mjs';
 import { describeExit, repoRoot, runProcess, serverLabel, startServer, stopAll } from '../interop/start-server.mjs';
 
@@ -61,6 +68,7 @@ const RUNS = [
   // our deflate path on every size (and kosoku's str/bytes bug, below, is
   // not triggered by small messages sent uncompressed).
   { name: 'compression', env: { ...SERVER_ENV, COMPRESSION: '1', COMPRESSION_THRESHOLD: '0' }, timeoutMs: 30 * 60_000 },
+  { name: 'tls', env: { ...SERVER_ENV, COMPRESSION: '0' }, tls: true, timeoutMs: 10 * 60_000 },
 ];
 
 // Failures that are kosoku's bugs, not the server's. An entry excuses a case
@@ -93,12 +101,15 @@ const filtered = include !== undefined || exclude !== undefined;
 
 for (const name of runsWanted) {
   if (!RUNS.some((run) => run.name === name)) {
-    throw new Error(`SB_AUTOBAHN_RUNS names an unknown run ${JSON.stringify(name)} (known: plain, compression)`);
+    throw new Error(`SB_AUTOBAHN_RUNS names an unknown run ${JSON.stringify(name)} (known: ${RUNS.map((r) => r.name).join(', ')})`);
   }
 }
 if (!Number.isInteger(parallelism) || parallelism < 1) {
   throw new Error(`SB_AUTOBAHN_PARALLELISM must be a positive integer, got ${process.env.SB_AUTOBAHN_PARALLELISM}`);
 }
+
+// Made before the tests start (its clean-up hook belongs to the file).
+const tlsCertificate = runsWanted.includes('tls') ? makeCertificate() : undefined;
 
 describe(`Autobahn (kosoku) against ${serverLabel()}`, () => {
   let venv;
@@ -108,15 +119,24 @@ describe(`Autobahn (kosoku) against ${serverLabel()}`, () => {
   after(stopAll);
 
   for (const run of RUNS.filter((r) => runsWanted.includes(r.name))) {
-    test(`${run.name} (COMPRESSION=${run.env.COMPRESSION})`, { timeout: run.timeoutMs }, async (t) => {
-      const server = await startServer({ env: run.env });
+    test(`${run.name} (COMPRESSION=${run.env.COMPRESSION}${run.tls ? ', wss://' : ''})`, { timeout: run.timeoutMs }, async (t) => {
+      const certificate = run.tls ? tlsCertificate : undefined;
+      const env = certificate ? { ...run.env, TLS_CERT: certificate.certPath, TLS_KEY: certificate.keyPath } : run.env;
+      const server = await startServer({ env });
       t.after(() => server.stop());
+      let target = server.url;
+      if (certificate) {
+        assert.match(server.url, /^wss:/, 'the example serves wss:// given TLS_CERT and TLS_KEY');
+        const relay = await tlsRelay(server.port, certificate.ca);
+        t.after(() => relay.close());
+        target = `ws://127.0.0.1:${relay.port}/`;
+      }
 
       const outdir = path.join(reportsDir, run.name);
       rmSync(outdir, { recursive: true, force: true });
       mkdirSync(outdir, { recursive: true });
 
-      const args = [server.url, '--outdir', outdir, '--parallelism', String(parallelism)];
+      const args = [target, '--outdir', outdir, '--parallelism', String(parallelism)];
       for (const glob of include ?? []) args.push('--include', glob);
       for (const glob of exclude ?? []) args.push('--exclude', glob);
       // kosoku exits 1 whenever a case is not OK/NON-STRICT/INFORMATIONAL
@@ -162,6 +182,43 @@ describe(`Autobahn (kosoku) against ${serverLabel()}`, () => {
     });
   }
 });
+
+/** A CA and a certificate for localhost it signs. */
+function makeCertificate() {
+  const factory = certificateFactory();
+  const ca = factory.makeCa('autobahn-ca');
+  return { ...factory.issue(ca, 'localhost'), ca: ca.cert };
+}
+
+/**
+ * A plain TCP port whose connections are carried over TLS to `port`: bytes
+ * pass unchanged both ways, and an end of stream on one side ends the other
+ * side's writing (the closing-handshake cases depend on half-closes).
+ */
+async function tlsRelay(port, ca) {
+  const sockets = new Set();
+  const relay = net.createServer({ allowHalfOpen: true }, (plain) => {
+    const secure = tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost', allowHalfOpen: true });
+    for (const socket of [plain, secure]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {
+        plain.destroy();
+        secure.destroy();
+      });
+    }
+    plain.pipe(secure);
+    secure.pipe(plain);
+  });
+  await new Promise((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return {
+    port: relay.address().port,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => relay.close(resolve));
+    },
+  };
+}
 
 /** Per-case outcomes from kosoku's index.json, with result texts for the non-passing ones. */
 function readCases(outdir, context) {

@@ -1,5 +1,7 @@
 // Interop: the echo example against the Python `websockets` client
-// (tests/interop/python_client.py), once plain and once with COMPRESSION=1.
+// (tests/interop/python_client.py): plain, with COMPRESSION=1, and over
+// wss:// (the example given TLS_CERT and TLS_KEY; certificates made with
+// openssl for the run).
 //
 // Run: node --test tests/interop/
 // Env: SB_ECHO_SERVER (server script, default examples/echo/server.mjs),
@@ -7,7 +9,9 @@
 
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { certificateFactory } from '../helpers/certs.mjs';
 import { ensureVenv } from './python-venv.mjs';
 import { describeExit, repoRoot, runProcess, serverLabel, startServer, stopAll } from './start-server.mjs';
 
@@ -15,9 +19,16 @@ import { describeExit, repoRoot, runProcess, serverLabel, startServer, stopAll }
 const CLIENT_TIMEOUT_MS = 90_000;
 const clientScript = path.join(repoRoot, 'tests', 'interop', 'python_client.py');
 
+const certificates = certificateFactory();
+const ca = certificates.makeCa('interop-ca');
+const localhost = certificates.issue(ca, 'localhost');
+const caPath = path.join(certificates.dir, 'interop-ca.pem');
+writeFileSync(caPath, ca.cert);
+
 const RUNS = [
   { name: 'plain', env: { COMPRESSION: '0' }, compression: 'off' },
   { name: 'compression', env: { COMPRESSION: '1' }, compression: 'on' },
+  { name: 'tls', env: { COMPRESSION: '0', TLS_CERT: localhost.certPath, TLS_KEY: localhost.keyPath }, compression: 'off', tls: true },
 ];
 
 describe(`python websockets client against ${serverLabel()}`, () => {
@@ -32,7 +43,12 @@ describe(`python websockets client against ${serverLabel()}`, () => {
       const server = await startServer({ env: run.env });
       t.after(() => server.stop());
 
-      const result = await runProcess(venv.python, [clientScript, server.url, `--compression=${run.compression}`], {
+      const args = [clientScript, server.url, `--compression=${run.compression}`];
+      if (run.tls) {
+        assert.match(server.url, /^wss:/, 'the example serves wss:// given TLS_CERT and TLS_KEY');
+        args.push('--ca', caPath);
+      }
+      const result = await runProcess(venv.python, args, {
         timeoutMs: CLIENT_TIMEOUT_MS,
       });
       t.diagnostic(`${server.url}: ${describeExit(result)} in ${result.durationMs} ms`);

@@ -6,6 +6,10 @@ permessage-deflate negotiation, and the closing handshake with code 1000.
 
 Usage (with the venv from scripts/setup-python.sh):
     python tests/interop/python_client.py ws://127.0.0.1:PORT/ --compression=on|off
+    python tests/interop/python_client.py wss://127.0.0.1:PORT/ --compression=off --ca CA.pem
+
+With wss://, the server's certificate is verified against --ca for the
+name "localhost", and the TLS handshake's version is reported.
 
 Prints one `ok:` line per check; on the first failure prints `FAIL: ...`
 and exits 1 (2 for bad arguments). Every step has a timeout, so the script
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import ssl
 import sys
 import time
 
@@ -64,15 +69,25 @@ async def expect_echo(ws, name: str, sent, expected) -> None:
     print(f"ok: {name}")
 
 
-async def run(url: str, compression: bool) -> None:
+async def run(url: str, compression: bool, ca: str | None) -> None:
+    tls = None
+    if url.startswith("wss://"):
+        check(ca is not None, "a wss:// URL needs --ca")
+        tls = ssl.create_default_context(cafile=ca)
     async with connect(
         url,
+        ssl=tls,
+        server_hostname="localhost" if tls else None,
         proxy=None,  # loopback only: never route through an env-configured proxy
         open_timeout=STEP_TIMEOUT_S,
         close_timeout=STEP_TIMEOUT_S,
         ping_interval=None,  # no keepalive pings interleaved with the checks
         max_size=4 * ONE_MIB,
     ) as ws:
+        if tls:
+            version = ws.transport.get_extra_info("ssl_object").version()
+            check(version in ("TLSv1.2", "TLSv1.3"), f"tls: unexpected version {version!r}")
+            print(f"ok: TLS handshake ({version}), certificate verified for localhost")
         header = ws.response.headers.get("Sec-WebSocket-Extensions")
         negotiated = [ext for ext in ws.protocol.extensions if isinstance(ext, PerMessageDeflate)]
         if compression:
@@ -130,7 +145,8 @@ async def run(url: str, compression: bool) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("url", help="ws://127.0.0.1:PORT/ of the echo server")
+    parser.add_argument("url", help="ws:// or wss://127.0.0.1:PORT/ of the echo server")
+    parser.add_argument("--ca", help="PEM file of the CA that signed the server's certificate (wss://)")
     parser.add_argument(
         "--compression",
         choices=["on", "off"],
@@ -141,7 +157,7 @@ def main() -> int:
 
     started = time.monotonic()
     try:
-        asyncio.run(asyncio.wait_for(run(args.url, args.compression == "on"), TOTAL_TIMEOUT_S))
+        asyncio.run(asyncio.wait_for(run(args.url, args.compression == "on", args.ca), TOTAL_TIMEOUT_S))
     except CheckFailed as failure:
         print(f"FAIL: {failure}", file=sys.stderr)
         return 1

@@ -5,7 +5,7 @@
 // The example-server contract (see examples/): started with plain `node`,
 // listens on 127.0.0.1 at env PORT (0 = any free port), honours WORKERS and
 // COMPRESSION=1, and prints one stdout line containing
-// `ws://127.0.0.1:<port>/` once listening.
+// `ws://127.0.0.1:<port>/` (`wss://` given TLS_CERT and TLS_KEY) once listening.
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -19,7 +19,7 @@ const STOP_GRACE_MS = 5_000;
 // Keep the tail of each child's output for failure messages; a whole
 // Autobahn run or a chatty server would otherwise grow without bound.
 const OUTPUT_TAIL_CHARS = 64 * 1024;
-const URL_LINE = /ws:\/\/127\.0\.0\.1:(\d+)\//;
+const URL_LINE = /wss?:\/\/127\.0\.0\.1:(\d+)\//;
 
 /** Children still running, killed on `stopAll()` and, last resort, on exit. */
 const live = new Set();

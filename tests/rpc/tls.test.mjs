@@ -3,36 +3,12 @@
 // certificates. Certificates are made with openssl for each run.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import tls from 'node:tls';
 import { Server } from 'switchboard';
 import { connect } from 'switchboard-client/node';
+import { certificateFactory } from '../helpers/certs.mjs';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-tls-'));
-test.after(() => rmSync(dir, { recursive: true, force: true }));
-
-function openssl(...args) {
-  const result = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
-  assert.equal(result.status, 0, `openssl ${args.join(' ')}: ${result.stderr}`);
-}
-
-/** A CA, and certificates it signs: `names` (SANs) for servers, or a client certificate. */
-function makeCa(name) {
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '1', '-subj', `/CN=${name}`);
-  return { cert: readFileSync(path.join(dir, `${name}.pem`)), key: readFileSync(path.join(dir, `${name}.key`)), name };
-}
-
-function issue(ca, name, { server = true } = {}) {
-  openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
-  const ext = server ? `subjectAltName=DNS:${name},IP:127.0.0.1\nextendedKeyUsage=serverAuth` : 'extendedKeyUsage=clientAuth';
-  const extFile = path.join(dir, `${name}.ext`);
-  spawnSync('sh', ['-c', `printf '%b' "$1" > "$2"`, 'sh', ext, extFile]);
-  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca.name}.pem`, '-CAkey', `${ca.name}.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '1', '-extfile', extFile);
-  return { cert: readFileSync(path.join(dir, `${name}.pem`)), key: readFileSync(path.join(dir, `${name}.key`)) };
-}
+const { makeCa, issue } = certificateFactory();
 
 const ca = makeCa('test-ca');
 const localhost = issue(ca, 'localhost');

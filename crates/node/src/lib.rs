@@ -22,12 +22,12 @@ use napi::{Env, Error, Result, Status, Task};
 use napi_derive::napi;
 use parking_lot::Mutex;
 use switchboard_runtime::channels::PublishTarget;
-use switchboard_runtime::{Server, UpgradeDecision};
+use switchboard_runtime::{ListenerConfig, Protocol, Server, UpgradeDecision};
 
 pub use hot::drain_events;
 pub use options::{
-    CompressionOptions, RouteOptions, ServerOptions, SniCertificate, StaticRouteOptions,
-    TlsListenOptions,
+    CompressionOptions, RouteOptions, RpcOptions, ServerOptions, SniCertificate,
+    StaticRouteOptions, TlsListenOptions,
 };
 
 static SERVERS: LazyLock<Mutex<HashMap<u32, Arc<Server>>>> =
@@ -50,6 +50,17 @@ fn socket_address(host: &str, port: u32) -> Result<SocketAddr> {
     let port = u16::try_from(port)
         .map_err(|_| coded("ERR_INVALID_OPTION", format!("port out of range: {port}")))?;
     Ok(SocketAddr::new(ip, port))
+}
+
+fn protocol_of(name: &str) -> Result<Protocol> {
+    match name {
+        "http" => Ok(Protocol::Http),
+        "rpc" => Ok(Protocol::Rpc),
+        other => Err(coded(
+            "ERR_INVALID_OPTION",
+            format!("protocol must be \"http\" or \"rpc\", got {other:?}"),
+        )),
+    }
 }
 
 fn coded(code: &str, message: impl std::fmt::Display) -> Error {
@@ -149,38 +160,24 @@ impl ServerHandle {
         self.id
     }
 
-    /// Bind and start accepting on `host:port` (port 0 picks a free port).
+    /// Bind `host:port` (port 0 picks a free port) and accept connections
+    /// speaking `protocol` (`"http"`, the default: HTTP and WebSocket;
+    /// `"rpc"`: the Switchboard protocol), inside TLS when `tls` is given.
     #[napi]
-    pub fn listen(&self, host: String, port: u32) -> Result<ListenAddress> {
-        let bound = self
-            .server
-            .listen(socket_address(&host, port)?)
-            .map_err(|e| coded("ERR_LISTEN", e))?;
-        Ok(ListenAddress::from(bound))
-    }
-
-    /// Bind `host:port` for Switchboard protocol connections.
-    #[napi]
-    pub fn listen_wire(&self, host: String, port: u32) -> Result<ListenAddress> {
-        let bound = self
-            .server
-            .listen_wire(socket_address(&host, port)?)
-            .map_err(|e| coded("ERR_LISTEN", e))?;
-        Ok(ListenAddress::from(bound))
-    }
-
-    /// Bind `host:port` for Switchboard protocol connections inside TLS.
-    #[napi]
-    pub fn listen_wire_tls(
+    pub fn listen(
         &self,
         host: String,
         port: u32,
-        tls: options::TlsListenOptions,
+        protocol: Option<String>,
+        tls: Option<options::TlsListenOptions>,
     ) -> Result<ListenAddress> {
-        let options = options::tls_options(tls);
+        let config = ListenerConfig {
+            protocol: protocol_of(protocol.as_deref().unwrap_or("http"))?,
+            tls: tls.map(options::tls_options),
+        };
         let bound = self
             .server
-            .listen_wire_tls(socket_address(&host, port)?, &options)
+            .listen(socket_address(&host, port)?, &config)
             .map_err(|e| {
                 let message = e.to_string();
                 match message.strip_prefix("ERR_TLS_CONFIG: ") {
@@ -191,11 +188,11 @@ impl ServerHandle {
         Ok(ListenAddress::from(bound))
     }
 
-    /// Bind a Unix socket at `path` for Switchboard protocol connections.
+    /// Bind a Unix socket at `path` for connections speaking `protocol`.
     #[napi]
-    pub fn listen_wire_unix(&self, path: String) -> Result<()> {
+    pub fn listen_unix(&self, path: String, protocol: String) -> Result<()> {
         self.server
-            .listen_wire_unix(std::path::Path::new(&path))
+            .listen_unix(std::path::Path::new(&path), protocol_of(&protocol)?)
             .map_err(|e| coded("ERR_LISTEN", e))
     }
 
@@ -440,7 +437,7 @@ const BINDING_ERROR_CODES: &[(&str, &str)] = &[
     ),
     (
         "ERR_TLS_CONFIG",
-        "A protocol listener's TLS options are unusable (bad PEM, a key that does not match its certificate, a bad client CA).",
+        "A listener's TLS options are unusable (bad PEM, a key that does not match its certificate, a bad client CA).",
     ),
     (
         "ERR_INVALID_WORKER",
@@ -481,12 +478,16 @@ pub fn error_catalog() -> Vec<ErrorCodeInfo> {
         value: 0,
         description: (*description).to_owned(),
     };
+    let runtime = switchboard_runtime::errors::ALL
+        .iter()
+        .map(|failure| (failure.code, failure.status, failure.description));
     switchboard_proto::ws::ALL_ERROR_CODES
         .iter()
         .chain(switchboard_proto::http::ALL_ERROR_CODES)
         .chain(switchboard_proto::wire::ALL_ERROR_CODES)
-        .chain(switchboard_runtime::errors::ALL_ERROR_CODES)
-        .map(with_value)
+        .copied()
+        .chain(runtime)
+        .map(|entry| with_value(&entry))
         .chain(switchboard_pubsub::ALL_ERROR_CODES.iter().map(thrown))
         .chain(BINDING_ERROR_CODES.iter().map(thrown))
         .collect()
@@ -505,11 +506,11 @@ pub fn register_raw_functions(exports: napi::bindgen_prelude::Object, env: Env) 
 /// dispatcher corks around each batch; `ws.cork(fn)` around `fn`). Nests.
 #[napi]
 pub fn cork() {
-    switchboard_runtime::server::cork();
+    switchboard_runtime::cork::cork();
 }
 
 /// End a `cork`; the outermost one wakes every connection sent to.
 #[napi]
 pub fn uncork() {
-    switchboard_runtime::server::uncork();
+    switchboard_runtime::cork::uncork();
 }

@@ -9,7 +9,7 @@ use napi::{Error, Result, Status};
 use napi_derive::napi;
 use switchboard_proto::wire::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
-use switchboard_runtime::{RouteConfig, ServerConfig, SlowConsumerPolicy, StaticRoute, WireConfig};
+use switchboard_runtime::{RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute};
 
 /// permessage-deflate options of a route.
 #[napi(object)]
@@ -38,7 +38,7 @@ pub struct RouteOptions {
     pub allowed_origins: Option<Vec<String>>,
     /// The route also speaks the Switchboard protocol (subprotocol
     /// `switchboard.v1`).
-    pub wire: Option<bool>,
+    pub rpc: Option<bool>,
 }
 
 /// A fixed response to `GET path`.
@@ -62,12 +62,12 @@ pub struct ServerOptions {
     pub upgrade_timeout_ms: Option<u32>,
     pub close_timeout_ms: Option<u32>,
     pub max_worker_queue_bytes: Option<u32>,
-    pub wire: Option<WireOptions>,
+    pub rpc: Option<RpcOptions>,
 }
 
 /// The Switchboard protocol's options (`ServerOptions.rpc` in TypeScript).
 #[napi(object)]
-pub struct WireOptions {
+pub struct RpcOptions {
     pub max_frame_size: Option<u32>,
     pub initial_window: Option<u32>,
     pub max_concurrent_calls: Option<u32>,
@@ -77,7 +77,7 @@ pub struct WireOptions {
     pub max_backpressure: Option<u32>,
 }
 
-/// TLS of a protocol listener (`{ protocol: 'rpc', tls }` in TypeScript).
+/// TLS of a listener (`{ port, tls }` in TypeScript), HTTP or RPC.
 #[napi(object)]
 pub struct TlsListenOptions {
     pub cert: Buffer,
@@ -186,7 +186,7 @@ fn route(options: RouteOptions) -> Result<RouteConfig> {
         route.max_backpressure = v as usize;
     }
     route.slow_consumer = slow_consumer(options.slow_consumer.as_deref())?;
-    route.wire = options.wire.unwrap_or(false);
+    route.rpc = options.rpc.unwrap_or(false);
     if let Some(v) = options.compression {
         route.compression = Some(compression(v)?);
     }
@@ -206,8 +206,8 @@ fn slow_consumer(policy: Option<&str>) -> Result<SlowConsumerPolicy> {
     }
 }
 
-fn wire(options: WireOptions) -> Result<WireConfig> {
-    let mut config = WireConfig::default();
+fn rpc(options: RpcOptions) -> Result<RpcConfig> {
+    let mut config = RpcConfig::default();
     let settings = &mut config.settings;
     for (name, value) in [
         ("maxFrameSize", options.max_frame_size),
@@ -276,8 +276,8 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     if let Some(v) = options.max_worker_queue_bytes {
         config.max_worker_queue_bytes = v as usize;
     }
-    if let Some(v) = options.wire {
-        config.wire = wire(v)?;
+    if let Some(v) = options.rpc {
+        config.rpc = rpc(v)?;
     }
     Ok(config)
 }

@@ -1,63 +1,113 @@
 //! Channel operations on a server: the pure registry (crate
 //! `switchboard-pubsub`) plus delivery into connections' queues.
 //!
-//! A publish frames the message once; every recipient's queue gets a clone
-//! of the same `Bytes` (a reference count, not a copy). Recipients behind a
-//! virtual socket with a tag get the tag in front: one framing per distinct
-//! tag. No JavaScript runs per recipient.
+//! A publish frames the message once per kind of recipient (WebSocket, the
+//! protocol on a stream, the protocol over WebSocket; compressing
+//! connections take the payload), on first need, and every recipient of a
+//! kind shares those bytes. Recipients behind a virtual socket with a tag
+//! get the tag in front: one set of framings per distinct tag. No
+//! JavaScript runs per recipient.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use switchboard_proto::wire;
 use switchboard_pubsub::{SubscriberId, Target};
 
+use crate::connection::{Connection, ConnectionKind};
 use crate::framing;
 use crate::outbound::SendStatus;
-use crate::server::{Outcomes, Server};
+use crate::server::Server;
+use crate::state::Outcomes;
 
-/// A publish as protocol connections receive it: an unnumbered one-way
-/// MESSAGE (call id 0) whose action is the channel's name and whose payload
-/// is the message, built on first use and shared like the WebSocket frame.
-pub struct WireFrames<'a> {
-    /// Borrowed: a publish to WebSocket connections only never pays for it.
-    action: Option<&'a str>,
-    payload: Bytes,
-    raw: Option<Bytes>,
-    over_websocket: Option<Bytes>,
+/// One publish as each kind of recipient needs it, framed on first need
+/// and then shared by every recipient of that kind: a publish to WebSocket
+/// clients alone never builds a protocol frame, and the other way round.
+struct Framings<'a> {
+    /// A virtual socket's tag, sent in front of the data (empty: none).
+    prefix: Bytes,
+    data: &'a [u8],
+    binary: bool,
+    /// The action of the protocol message: the channel published to.
+    channel: Option<&'a str>,
+    websocket: Option<Bytes>,
+    /// For protocol recipients: `None` until built, then the frame (or
+    /// `None` when the publish named no channel a protocol message can
+    /// carry).
+    rpc_stream: Option<Option<Bytes>>,
+    rpc_websocket: Option<Option<Bytes>>,
 }
 
-impl<'a> WireFrames<'a> {
-    /// `action`: the channel published to; `None` (no channel among the
-    /// targets, or a name that is not 1..255 bytes) makes the publish
-    /// undeliverable to protocol connections.
-    pub fn new(action: Option<&'a str>, payload: Bytes) -> Self {
-        let action = action.filter(|a| (1..=255).contains(&a.len()));
+impl<'a> Framings<'a> {
+    /// `channel`: the channel published to; a publish without one (or with
+    /// a name that is not 1..255 bytes) cannot reach protocol connections.
+    fn new(prefix: Bytes, data: &'a [u8], binary: bool, channel: Option<&'a str>) -> Self {
         Self {
-            action,
-            payload,
-            raw: None,
-            over_websocket: None,
+            prefix,
+            data,
+            binary,
+            channel: channel.filter(|c| (1..=255).contains(&c.len())),
+            websocket: None,
+            rpc_stream: None,
+            rpc_websocket: None,
         }
     }
 
-    /// The MESSAGE frame for a protocol stream.
-    pub fn raw(&mut self) -> Option<&Bytes> {
-        if self.raw.is_none() {
-            let action = self.action?;
-            let mut frame = Vec::with_capacity(16 + action.len() + self.payload.len());
-            wire::encode_message_header(0, false, action, self.payload.len(), &mut frame);
-            frame.extend_from_slice(&self.payload);
-            self.raw = Some(Bytes::from(frame));
-        }
-        self.raw.as_ref()
+    /// Queue the publish for `connection` in its framing.
+    fn deliver(&mut self, connection: &Arc<Connection>) -> SendStatus {
+        let frame = match connection.kind {
+            ConnectionKind::WebSocket => self.websocket(),
+            ConnectionKind::WebSocketDeflate => {
+                // It compresses with its own context, on its own thread: it
+                // gets the payload, sharing the WebSocket frame's bytes.
+                let header = framing::header_len(self.prefix.len() + self.data.len());
+                let payload = self.websocket().slice(header..);
+                return connection.enqueue_to_compress(payload, self.binary);
+            }
+            ConnectionKind::RpcStream => match self.rpc_stream() {
+                Some(frame) => frame,
+                None => return SendStatus::Dropped,
+            },
+            ConnectionKind::RpcWebSocket => match self.rpc_websocket() {
+                Some(frame) => frame,
+                None => return SendStatus::Dropped,
+            },
+        };
+        connection.enqueue_frame(frame)
     }
 
-    /// The same frame in a WebSocket binary message.
-    pub fn over_websocket(&mut self) -> Option<&Bytes> {
-        if self.over_websocket.is_none() {
-            let framed = framing::frame_message(self.raw()?, true);
-            self.over_websocket = Some(framed);
+    fn websocket(&mut self) -> &Bytes {
+        let (prefix, data, binary) = (&self.prefix, self.data, self.binary);
+        self.websocket
+            .get_or_insert_with(|| framing::frame_parts(prefix, data, binary))
+    }
+
+    /// An unnumbered one-way MESSAGE (call id 0, docs/protocol.md §4)
+    /// whose action is the channel's name.
+    fn rpc_stream(&mut self) -> Option<&Bytes> {
+        if self.rpc_stream.is_none() {
+            let frame = self.channel.map(|action| {
+                let len = self.prefix.len() + self.data.len();
+                let mut frame = Vec::with_capacity(16 + action.len() + len);
+                wire::encode_message_header(0, false, action, len, &mut frame);
+                frame.extend_from_slice(&self.prefix);
+                frame.extend_from_slice(self.data);
+                Bytes::from(frame)
+            });
+            self.rpc_stream = Some(frame);
         }
-        self.over_websocket.as_ref()
+        self.rpc_stream.as_ref().and_then(Option::as_ref)
+    }
+
+    /// The same MESSAGE in a WebSocket binary message.
+    fn rpc_websocket(&mut self) -> Option<&Bytes> {
+        if self.rpc_websocket.is_none() {
+            let framed = self
+                .rpc_stream()
+                .map(|frame| framing::frame_message(frame, true));
+            self.rpc_websocket = Some(framed);
+        }
+        self.rpc_websocket.as_ref().and_then(Option::as_ref)
     }
 }
 
@@ -83,9 +133,7 @@ impl Server {
         binary: bool,
         exclude: Option<u64>,
     ) -> usize {
-        let shared = &self.shared;
-        let framed = framing::frame_message(data, binary);
-        let payload = framed.slice(framing::header_len(data.len())..);
+        let state = &self.state;
         let targets: Vec<Target<'_>> = targets
             .iter()
             .map(|t| match t {
@@ -97,11 +145,11 @@ impl Server {
             Target::Channel(name) => Some(*name),
             Target::Subscriber(_) => None,
         });
-        let mut wire = WireFrames::new(channel, payload.clone());
-        let registry = shared.registry.read();
-        let connections = shared.connections.read();
+        let mut untagged = Framings::new(Bytes::new(), data, binary, channel);
+        let registry = state.registry.read();
+        let connections = state.connections.read();
         // Tagged recipients are rare; frame each distinct tag once.
-        let mut tagged: Vec<(Bytes, Bytes, Bytes, WireFrames<'_>)> = Vec::new();
+        let mut tagged: Vec<Framings<'_>> = Vec::new();
         // Count what was queued, not what the registry planned: an id given
         // directly (`publishTo([id])`) is passed through by the registry even
         // when no such connection is open, and that is no recipient.
@@ -112,21 +160,16 @@ impl Server {
                 return;
             };
             let status = match tag {
-                None => shared.deliver(connection, &payload, &framed, binary, &mut wire),
+                None => untagged.deliver(connection),
                 Some(tag) => {
-                    let index = match tagged.iter().position(|(t, ..)| t == tag) {
+                    let index = match tagged.iter().position(|f| f.prefix == tag) {
                         Some(i) => i,
                         None => {
-                            let framed = framing::frame_parts(tag, data, binary);
-                            let payload =
-                                framed.slice(framing::header_len(tag.len() + data.len())..);
-                            let wire = WireFrames::new(channel, payload.clone());
-                            tagged.push((tag.clone(), payload, framed, wire));
+                            tagged.push(Framings::new(tag.clone(), data, binary, channel));
                             tagged.len() - 1
                         }
                     };
-                    let (_, payload, framed, wire) = &mut tagged[index];
-                    shared.deliver(connection, payload, framed, binary, wire)
+                    tagged[index].deliver(connection)
                 }
             };
             outcomes.add(status);
@@ -136,14 +179,14 @@ impl Server {
         });
         drop(connections);
         drop(registry);
-        shared.count_outcomes(&outcomes);
+        state.count_outcomes(&outcomes);
         recipients
     }
 
     /// Change subscription refcounts; returns the subscribers whose
     /// membership changed.
     pub fn subscribe(&self, subscribers: &[SubscriberId], channel: &str, delta: i32) -> Vec<u64> {
-        let mut registry = self.shared.registry.write();
+        let mut registry = self.state.registry.write();
         let mut changed = Vec::new();
         for &subscriber in subscribers {
             if self.is_live_subscriber(&registry, subscriber)
@@ -157,25 +200,22 @@ impl Server {
 
     /// Remove a subscription whatever its refcount.
     pub fn unsubscribe(&self, subscriber: SubscriberId, channel: &str) -> bool {
-        self.shared
-            .registry
-            .write()
-            .unsubscribe(subscriber, channel)
+        self.state.registry.write().unsubscribe(subscriber, channel)
     }
 
     pub fn is_subscribed(&self, subscriber: SubscriberId, channel: &str) -> bool {
-        self.shared
+        self.state
             .registry
             .read()
             .is_subscribed(subscriber, channel)
     }
 
     pub fn subscriber_count(&self, channel: &str) -> usize {
-        self.shared.registry.read().subscriber_count(channel)
+        self.state.registry.read().subscriber_count(channel)
     }
 
     pub fn channels_of(&self, subscriber: SubscriberId) -> Vec<String> {
-        self.shared
+        self.state
             .registry
             .read()
             .channels_of(subscriber)
@@ -184,21 +224,21 @@ impl Server {
     }
 
     pub fn subscribers_of(&self, channel: &str) -> Vec<u64> {
-        self.shared.registry.read().subscribers_of(channel).to_vec()
+        self.state.registry.read().subscribers_of(channel).to_vec()
     }
 
     pub fn copy_subscriptions(&self, from: &str, to: &str) -> Vec<u64> {
-        self.shared.registry.write().copy_subscriptions(from, to)
+        self.state.registry.write().copy_subscriptions(from, to)
     }
 
     /// Create a virtual socket pointing at a connection or another virtual
     /// socket; returns its id, or `None` when the target does not exist.
     pub fn create_virtual_socket(&self, target: u64, tag: Option<Bytes>) -> Option<u64> {
-        let mut registry = self.shared.registry.write();
+        let mut registry = self.state.registry.write();
         if !self.is_live_subscriber(&registry, target) {
             return None;
         }
-        let id = self.shared.next_id();
+        let id = self.state.next_id();
         registry.create_virtual_socket(id, target, tag).ok()?;
         Some(id)
     }
@@ -210,7 +250,7 @@ impl Server {
         id: u64,
         expected_target: Option<u64>,
     ) -> Result<Vec<u64>, switchboard_pubsub::Error> {
-        self.shared
+        self.state
             .registry
             .write()
             .delete_virtual_socket(id, expected_target)
@@ -218,6 +258,6 @@ impl Server {
 
     /// A subscriber is live if it is an open connection or a virtual socket.
     fn is_live_subscriber(&self, registry: &switchboard_pubsub::Registry, id: u64) -> bool {
-        registry.is_virtual_socket(id) || self.shared.connections.read().contains_key(&id)
+        registry.is_virtual_socket(id) || self.state.connections.read().contains_key(&id)
     }
 }

@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use switchboard_proto::wire::ServerSettings;
+
+use crate::tls::TlsOptions;
 use switchboard_proto::ws::deflate::DeflateConfig;
 
 /// What to do when a connection's outbound queue passes `max_backpressure`.
@@ -54,7 +56,7 @@ pub struct RouteConfig {
     /// The route also speaks the Switchboard protocol: a client that
     /// chooses the subprotocol `switchboard.v1` gets a protocol session
     /// (docs/protocol.md §2) instead of plain messages. Default false.
-    pub wire: bool,
+    pub rpc: bool,
 }
 
 impl RouteConfig {
@@ -72,7 +74,7 @@ impl RouteConfig {
             slow_consumer: SlowConsumerPolicy::Drop,
             compression: None,
             allowed_origins: Vec::new(),
-            wire: false,
+            rpc: false,
         }
     }
 
@@ -95,10 +97,10 @@ pub struct StaticRoute {
     pub body: bytes::Bytes,
 }
 
-/// Options of the Switchboard protocol's connections (protocol listeners,
-/// and routes with `wire`).
+/// Options of the Switchboard protocol's connections (RPC listeners, and
+/// WebSocket routes with `rpc`).
 #[derive(Clone, Debug)]
-pub struct WireConfig {
+pub struct RpcConfig {
     /// Limits, heartbeat, features and codecs announced in every WELCOME;
     /// defaults in [`ServerSettings`] say why.
     pub settings: ServerSettings,
@@ -113,7 +115,7 @@ pub struct WireConfig {
     pub max_backpressure: usize,
 }
 
-impl Default for WireConfig {
+impl Default for RpcConfig {
     fn default() -> Self {
         Self {
             settings: ServerSettings::default(),
@@ -152,7 +154,7 @@ pub struct ServerConfig {
     /// worker is stuck.
     pub max_worker_queue_bytes: usize,
     /// The Switchboard protocol's options.
-    pub wire: WireConfig,
+    pub rpc: RpcConfig,
 }
 
 impl Default for ServerConfig {
@@ -170,7 +172,35 @@ impl Default for ServerConfig {
             upgrade_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),
             max_worker_queue_bytes: 8 * 1024 * 1024,
-            wire: WireConfig::default(),
+            rpc: RpcConfig::default(),
+        }
+    }
+}
+
+/// What a listener speaks from its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1: static routes and WebSocket upgrades (plain WebSocket, or
+    /// the Switchboard protocol over WebSocket on routes with `rpc`).
+    Http,
+    /// The Switchboard protocol on the raw byte stream.
+    Rpc,
+}
+
+/// One listener: a protocol, and TLS around it or not. The same server can
+/// listen with and without TLS at once.
+#[derive(Clone, Debug)]
+pub struct ListenerConfig {
+    pub protocol: Protocol,
+    pub tls: Option<TlsOptions>,
+}
+
+impl ListenerConfig {
+    /// `protocol` without TLS.
+    pub fn plain(protocol: Protocol) -> Self {
+        Self {
+            protocol,
+            tls: None,
         }
     }
 }

@@ -1,34 +1,181 @@
-//! Error codes the runtime itself produces (beyond the protocol's and the
-//! registry's): close reasons and HTTP rejections. Each code is sent as the
-//! close reason or the start of the HTTP body, so clients can branch on it.
+//! The failures the runtime itself reports (beyond the protocols' own and
+//! the registry's): each one's stable code, the WebSocket close code or
+//! HTTP status that goes with it, and what it means, stated once here. Call
+//! sites name the constant; the catalogue (`docs/errors.md`, checked by a
+//! test) is built from the same list, so the two cannot disagree.
 
-/// `(code, close code or HTTP status, description)`: a close code is below
-/// 1100; anything else is an HTTP status.
-pub const ALL_ERROR_CODES: &[(&str, u16, &str)] = &[
-    ("ERR_WS_SLOW_CONSUMER", 1008, "The connection's outbound queue passed `maxBackpressure` under the `close` slow-consumer policy."),
-    ("ERR_WS_IDLE_TIMEOUT", 1001, "Nothing arrived from the client for `idleTimeout`."),
-    ("ERR_WORKER_DIED", 1011, "The connection's worker thread died or was replaced by the watchdog."),
-    ("ERR_SERVER_SHUTDOWN", 1001, "The server shut down and the drain timeout passed before the closing handshake finished."),
-    ("ERR_SERVER_AT_CAPACITY", 503, "`maxConnections` connections are open."),
-    ("ERR_HTTP_REQUEST_TIMEOUT", 408, "The request head did not arrive within `handshakeTimeout`."),
-    ("ERR_HTTP_NOT_FOUND", 404, "No route or static response at this path."),
-    ("ERR_HTTP_METHOD_NOT_ALLOWED", 405, "A static route was asked with a method other than GET or HEAD."),
-    ("ERR_WS_NO_ROUTE", 404, "An upgrade request for a path with no WebSocket route."),
-    ("ERR_WS_UPGRADE_REQUIRED", 426, "A plain HTTP request for a WebSocket route."),
-    ("ERR_WS_ORIGIN_REJECTED", 403, "The `Origin` is not in the route's `allowedOrigins`."),
-    ("ERR_WS_BAD_EXTENSIONS", 400, "`Sec-WebSocket-Extensions` is malformed."),
-    ("ERR_UPGRADE_TIMEOUT", 503, "The `upgrade` hook did not decide within `upgradeTimeout` (or its worker died)."),
-    // The Switchboard protocol (docs/protocol.md §8). On a raw stream the
-    // code travels in a GO_AWAY; the close code is what JavaScript's close
-    // event (and a WebSocket client) sees.
-    ("ERR_HANDSHAKE_TIMEOUT", 1002, "A protocol client did not complete its preface and HELLO within `handshakeTimeout`."),
-    ("ERR_HEARTBEAT_TIMEOUT", 1001, "Nothing arrived on a protocol connection for twice `rpc.heartbeatInterval`."),
-    ("ERR_GOING_AWAY", 1001, "Graceful GO_AWAY (server shutdown or `connection.goAway()`): no new calls; in-flight calls complete."),
-    // Found by the TypeScript peer, which tracks credit and file sizes; the
-    // peer that finds them sends GO_AWAY with the code and closes.
-    ("ERR_PROTOCOL_FLOW_CONTROL", 1002, "Stream data beyond the credit the receiver granted (docs/protocol.md §7)."),
-    ("ERR_PROTOCOL_FILE_SIZE", 1002, "A file's data did not total its declared size."),
-    ("ERR_PROTOCOL_TEXT_MESSAGE", 1003, "A text message on a WebSocket that speaks the Switchboard protocol (it uses binary messages only)."),
+/// One failure: its code is sent as the close reason (or first in the HTTP
+/// body, or in a protocol GO_AWAY), so clients can branch on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub code: &'static str,
+    /// A WebSocket close code (below 5000) or an HTTP status.
+    pub status: u16,
+    /// What a client is told after the code (`"<code>: <message>"`).
+    pub message: &'static str,
+    /// What it means, for the catalogue.
+    pub description: &'static str,
+}
+
+impl Failure {
+    const fn new(
+        code: &'static str,
+        status: u16,
+        message: &'static str,
+        description: &'static str,
+    ) -> Self {
+        Self {
+            code,
+            status,
+            message,
+            description,
+        }
+    }
+
+    /// `"<code>: <message>"`: an HTTP body or a close reason.
+    pub fn reason(&self) -> String {
+        if self.message.is_empty() {
+            self.code.to_owned()
+        } else {
+            format!("{}: {}", self.code, self.message)
+        }
+    }
+}
+
+pub const WS_SLOW_CONSUMER: Failure = Failure::new(
+    "ERR_WS_SLOW_CONSUMER",
+    1008,
+    "",
+    "The connection's outbound queue passed `maxBackpressure` under the `close` slow-consumer policy.",
+);
+pub const WS_IDLE_TIMEOUT: Failure = Failure::new(
+    "ERR_WS_IDLE_TIMEOUT",
+    1001,
+    "",
+    "Nothing arrived from the client for `idleTimeout`.",
+);
+pub const WORKER_DIED: Failure = Failure::new(
+    "ERR_WORKER_DIED",
+    1011,
+    "",
+    "The connection's worker thread died or was replaced by the watchdog.",
+);
+pub const SERVER_SHUTDOWN: Failure = Failure::new(
+    "ERR_SERVER_SHUTDOWN",
+    1001,
+    "",
+    "The server shut down and the drain timeout passed before the closing handshake finished.",
+);
+pub const SERVER_AT_CAPACITY: Failure = Failure::new(
+    "ERR_SERVER_AT_CAPACITY",
+    503,
+    "too many connections",
+    "`maxConnections` connections are open.",
+);
+pub const HTTP_REQUEST_TIMEOUT: Failure = Failure::new(
+    "ERR_HTTP_REQUEST_TIMEOUT",
+    408,
+    "request head took too long",
+    "The request head did not arrive within `handshakeTimeout`.",
+);
+pub const HTTP_NOT_FOUND: Failure = Failure::new(
+    "ERR_HTTP_NOT_FOUND",
+    404,
+    "",
+    "No route or static response at this path.",
+);
+pub const HTTP_METHOD_NOT_ALLOWED: Failure = Failure::new(
+    "ERR_HTTP_METHOD_NOT_ALLOWED",
+    405,
+    "",
+    "A static route was asked with a method other than GET or HEAD.",
+);
+pub const WS_NO_ROUTE: Failure = Failure::new(
+    "ERR_WS_NO_ROUTE",
+    404,
+    "no WebSocket route at this path",
+    "An upgrade request for a path with no WebSocket route.",
+);
+pub const WS_UPGRADE_REQUIRED: Failure = Failure::new(
+    "ERR_WS_UPGRADE_REQUIRED",
+    426,
+    "this path speaks WebSocket",
+    "A plain HTTP request for a WebSocket route.",
+);
+pub const WS_ORIGIN_REJECTED: Failure = Failure::new(
+    "ERR_WS_ORIGIN_REJECTED",
+    403,
+    "origin not allowed",
+    "The `Origin` is not in the route's `allowedOrigins`.",
+);
+pub const UPGRADE_TIMEOUT: Failure = Failure::new(
+    "ERR_UPGRADE_TIMEOUT",
+    503,
+    "the upgrade hook did not answer in time",
+    "The `upgrade` hook did not decide within `upgradeTimeout` (or its worker died).",
+);
+// The Switchboard protocol (docs/protocol.md §8). On a raw stream the code
+// travels in a GO_AWAY; the close code is what JavaScript's close event
+// (and a WebSocket client) sees.
+pub const HANDSHAKE_TIMEOUT: Failure = Failure::new(
+    "ERR_HANDSHAKE_TIMEOUT",
+    1002,
+    "",
+    "A protocol client did not complete its preface and HELLO within `handshakeTimeout`.",
+);
+pub const HEARTBEAT_TIMEOUT: Failure = Failure::new(
+    "ERR_HEARTBEAT_TIMEOUT",
+    1001,
+    "",
+    "Nothing arrived on a protocol connection for twice `rpc.heartbeatInterval`.",
+);
+pub const GOING_AWAY: Failure = Failure::new(
+    "ERR_GOING_AWAY",
+    1001,
+    "",
+    "Graceful GO_AWAY (server shutdown or `connection.goAway()`): no new calls; in-flight calls complete.",
+);
+// Found by the TypeScript peer, which tracks credit and file sizes; the
+// peer that finds them sends GO_AWAY with the code and closes.
+pub const PROTOCOL_FLOW_CONTROL: Failure = Failure::new(
+    "ERR_PROTOCOL_FLOW_CONTROL",
+    1002,
+    "",
+    "Stream data beyond the credit the receiver granted (docs/protocol.md §7).",
+);
+pub const PROTOCOL_FILE_SIZE: Failure = Failure::new(
+    "ERR_PROTOCOL_FILE_SIZE",
+    1002,
+    "",
+    "A file's data did not total its declared size.",
+);
+pub const PROTOCOL_TEXT_MESSAGE: Failure = Failure::new(
+    "ERR_PROTOCOL_TEXT_MESSAGE",
+    1003,
+    "",
+    "A text message on a WebSocket that speaks the Switchboard protocol (it uses binary messages only).",
+);
+
+/// Every failure above, for the catalogue.
+pub const ALL: &[Failure] = &[
+    WS_SLOW_CONSUMER,
+    WS_IDLE_TIMEOUT,
+    WORKER_DIED,
+    SERVER_SHUTDOWN,
+    SERVER_AT_CAPACITY,
+    HTTP_REQUEST_TIMEOUT,
+    HTTP_NOT_FOUND,
+    HTTP_METHOD_NOT_ALLOWED,
+    WS_NO_ROUTE,
+    WS_UPGRADE_REQUIRED,
+    WS_ORIGIN_REJECTED,
+    UPGRADE_TIMEOUT,
+    HANDSHAKE_TIMEOUT,
+    HEARTBEAT_TIMEOUT,
+    GOING_AWAY,
+    PROTOCOL_FLOW_CONTROL,
+    PROTOCOL_FILE_SIZE,
+    PROTOCOL_TEXT_MESSAGE,
 ];
 
 /// Close codes are in the WebSocket range; the rest are HTTP statuses.

@@ -1,15 +1,24 @@
 //! Accepting connections: a connection limit, back-off on accept errors, and
-//! the end of accepting when the server begins to shut down.
+//! the end of accepting when the server begins to shut down. A listener is
+//! a protocol (HTTP, or the Switchboard protocol) and TLS around it or not;
+//! every pairing starts its connections through the same two entry points
+//! of the driver.
 
 use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
-use crate::connection::{self, transport};
-use crate::server::Shared;
+use crate::config::Protocol;
+use crate::driver::{self, serve_http, serve_rpc};
+use crate::errors;
+use crate::events::Transport;
+use crate::handshake::Response;
+use crate::socket::Socket;
+use crate::state::ServerState;
 use crate::tls::TlsSocket;
 
 /// The first and the longest pause after a failed `accept`. Running out of
@@ -18,94 +27,100 @@ use crate::tls::TlsSocket;
 const ACCEPT_BACKOFF_START: Duration = Duration::from_millis(5);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// A connection's task, boxed so that each kind is allocated at its own size.
-type ConnectionTask = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// What a TCP listener serves.
+/// What a listener serves.
 #[derive(Clone)]
-pub enum Endpoint {
-    /// HTTP: static routes and WebSocket upgrades.
-    Http,
-    /// The Switchboard protocol, from the first byte.
-    Wire,
-    /// The Switchboard protocol inside TLS.
-    WireTls(Arc<rustls::ServerConfig>),
+pub(crate) struct Listener {
+    pub protocol: Protocol,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
-pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, endpoint: Endpoint) {
+/// A connection's task, boxed so that each kind is allocated at its own
+/// size: one future matching on the listener would be sized for its
+/// largest arm (a TLS session, ~20 kB), and every plain connection's task
+/// would pay for it.
+type ConnectionTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+pub(crate) async fn accept_tcp(listener: TcpListener, server: Arc<ServerState>, kind: Listener) {
     let accept = || async {
         let (stream, remote) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
-        Ok((stream, remote))
+        Ok((stream, remote.to_string()))
     };
-    let refused = endpoint.clone();
+    let refused = kind.clone();
     run(
-        &shared,
+        &server,
         accept,
-        |stream, remote, shared| -> ConnectionTask {
-            // One boxed future per kind, sized for that kind alone: an
-            // `async` block matching on the endpoint would be sized for
-            // the largest arm (a TLS session, ~20 kB), and every plain
-            // WebSocket connection's task would pay for it.
-            match endpoint.clone() {
-                Endpoint::Http => Box::pin(connection::run(stream, remote, shared)),
-                Endpoint::Wire => Box::pin(connection::run_wire(
-                    stream,
-                    remote.to_string(),
-                    shared,
-                    transport::TCP,
-                )),
-                Endpoint::WireTls(config) => Box::pin(async move {
+        |stream: TcpStream, remote, server| -> ConnectionTask {
+            match (kind.protocol, kind.tls.clone()) {
+                (Protocol::Http, None) => Box::pin(serve_http(stream, remote, server)),
+                (Protocol::Rpc, None) => {
+                    Box::pin(serve_rpc(stream, remote, server, Transport::Tcp))
+                }
+                (protocol, Some(config)) => Box::pin(async move {
                     // Fails only when rustls cannot allocate its state.
-                    if let Ok(socket) = TlsSocket::new(stream, config) {
-                        let remote = remote.to_string();
-                        connection::run_wire(socket, remote, shared, transport::TLS).await;
+                    let Ok(socket) = TlsSocket::new(stream, config) else {
+                        return;
+                    };
+                    match protocol {
+                        Protocol::Http => serve_http(socket, remote, server).await,
+                        Protocol::Rpc => serve_rpc(socket, remote, server, Transport::Tls).await,
                     }
                 }),
             }
         },
-        move |stream| refuse(stream, refused.clone()),
+        move |stream, server| refuse(stream, server, refused.clone()),
     )
     .await;
 }
 
-pub async fn accept_unix_loop(listener: UnixListener, shared: Arc<Shared>) {
+pub(crate) async fn accept_unix(
+    listener: UnixListener,
+    server: Arc<ServerState>,
+    protocol: Protocol,
+) {
     let accept = || async {
         let (stream, remote) = listener.accept().await?;
+        let remote = remote
+            .as_pathname()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "unix".to_owned());
         Ok((stream, remote))
     };
     run(
-        &shared,
+        &server,
         accept,
-        |stream, remote, shared| async move {
-            let remote = remote
-                .as_pathname()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "unix".to_owned());
-            connection::run_wire(stream, remote, shared, transport::UNIX).await
+        |stream: UnixStream, remote, server| -> ConnectionTask {
+            match protocol {
+                Protocol::Http => Box::pin(serve_http(stream, remote, server)),
+                Protocol::Rpc => Box::pin(serve_rpc(stream, remote, server, Transport::Unix)),
+            }
         },
-        |stream| refuse(stream, Endpoint::Wire),
+        move |stream, server| {
+            let kind = Listener {
+                protocol,
+                tls: None,
+            };
+            refuse(stream, server, kind)
+        },
     )
     .await;
 }
 
-/// The loop both listener kinds share: accept, admit under the connection
+/// The loop every listener shares: accept, admit under the connection
 /// limit, spawn the connection's task (or refuse it), back off on errors.
-async fn run<S, R, A, AF, C, CF, F, FF>(shared: &Arc<Shared>, accept: A, connect: C, refuse: F)
+async fn run<S, A, AF, C, F, FF>(server: &Arc<ServerState>, accept: A, connect: C, refuse: F)
 where
-    S: crate::socket::Socket,
-    R: Send + 'static,
+    S: Socket,
     A: Fn() -> AF,
-    AF: Future<Output = io::Result<(S, R)>>,
-    C: Fn(S, R, Arc<Shared>) -> CF,
-    CF: Future<Output = ()> + Send + 'static,
-    F: Fn(S) -> FF,
+    AF: Future<Output = io::Result<(S, String)>>,
+    C: Fn(S, String, Arc<ServerState>) -> ConnectionTask,
+    F: Fn(S, Arc<ServerState>) -> FF,
     FF: Future<Output = ()> + Send + 'static,
 {
     let mut backoff = ACCEPT_BACKOFF_START;
     loop {
         let accepted = tokio::select! {
-            _ = shared.stopping.cancelled() => return,
+            _ = server.stopping.cancelled() => return,
             accepted = accept() => accepted,
         };
         let (stream, remote) = match accepted {
@@ -115,17 +130,17 @@ where
             }
             Err(_) => {
                 tokio::select! {
-                    _ = shared.stopping.cancelled() => return,
+                    _ = server.stopping.cancelled() => return,
                     _ = tokio::time::sleep(backoff) => {}
                 }
                 backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
                 continue;
             }
         };
-        match shared.permits.clone().try_acquire_owned() {
+        match server.permits.clone().try_acquire_owned() {
             Ok(permit) => {
-                let task = connect(stream, remote, shared.clone());
-                shared.tracker.spawn(async move {
+                let task = connect(stream, remote, server.clone());
+                server.tracker.spawn(async move {
                     task.await;
                     drop(permit);
                 });
@@ -133,8 +148,7 @@ where
             Err(_) => {
                 // Over `max_connections`: say so instead of leaving the
                 // client in the backlog.
-                crate::stats::add(&shared.stats.handshakes_rejected, 1);
-                shared.tracker.spawn(refuse(stream));
+                server.tracker.spawn(refuse(stream, server.clone()));
             }
         }
     }
@@ -142,31 +156,23 @@ where
 
 /// Tell a client over the connection limit why it is refused: a `503` on
 /// HTTP, a preface and GO_AWAY on the protocol.
-async fn refuse<S: crate::socket::Socket>(mut stream: S, endpoint: Endpoint) {
-    const REASON: &str = "ERR_SERVER_AT_CAPACITY: too many connections";
-    let response = match endpoint {
-        Endpoint::Http => switchboard_proto::http::error_response(503, REASON, &[]),
+async fn refuse<S: Socket>(mut stream: S, server: Arc<ServerState>, kind: Listener) {
+    let failure = errors::SERVER_AT_CAPACITY;
+    let response = match (kind.protocol, kind.tls) {
         // Saying why would take a TLS handshake: just close.
-        Endpoint::WireTls(_) => Vec::new(),
-        Endpoint::Wire => {
-            let mut out = switchboard_proto::wire::PREFACE.to_vec();
-            switchboard_proto::wire::encode_go_away(0, "ERR_SERVER_AT_CAPACITY", REASON, &mut out);
-            out
+        (_, Some(_)) => Response {
+            bytes: Vec::new(),
+            rejected: true,
+        },
+        (Protocol::Http, None) => Response::failure(failure, &[]),
+        (Protocol::Rpc, None) => {
+            let mut bytes = switchboard_proto::wire::PREFACE.to_vec();
+            switchboard_proto::wire::encode_go_away(0, failure.code, &failure.reason(), &mut bytes);
+            Response {
+                bytes,
+                rejected: true,
+            }
         }
     };
-    let _ = tokio::time::timeout(Duration::from_secs(1), write_all(&mut stream, &response)).await;
-    let _ = stream.shutdown().await;
-}
-
-async fn write_all<S: crate::socket::Socket>(stream: &mut S, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        stream.writable().await?;
-        match stream.try_write_vectored(&[io::IoSlice::new(bytes)]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    driver::respond(&mut stream, &server, response).await;
 }

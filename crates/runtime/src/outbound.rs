@@ -49,6 +49,18 @@ pub enum OutItem {
     Coalesced(BytesMut),
 }
 
+impl OutItem {
+    /// The bytes it was counted as when queued.
+    pub fn counted_bytes(&self) -> usize {
+        match self {
+            OutItem::Frame(frame) => frame.len(),
+            OutItem::Message { payload, .. } => payload.len(),
+            OutItem::Close { .. } => 0,
+            OutItem::Coalesced(frames) => frames.len(),
+        }
+    }
+}
+
 /// A coalescing buffer grows up to this many bytes; past it a new one
 /// starts, so one buffer never needs a large reallocation.
 const COALESCE_BYTES: usize = 64 * 1024;
@@ -194,7 +206,7 @@ impl Outbound {
         if !is_close && buffered > 0 && buffered + len > self.max_backpressure {
             if self.policy == SlowConsumerPolicy::Close {
                 state.eviction = Some(Eviction::SlowConsumer);
-                state.items.clear();
+                self.discard(state);
                 self.notify.notify_one();
             }
             return Err(SendStatus::Dropped);
@@ -230,7 +242,7 @@ impl Outbound {
         if state.eviction.is_none() || why == Eviction::Terminate {
             state.eviction = Some(why);
         }
-        state.items.clear();
+        self.discard(&mut state);
         drop(state);
         self.notify.notify_one();
         true
@@ -251,11 +263,13 @@ impl Outbound {
     pub fn close(&self) {
         let mut state = self.state.lock();
         state.closed = true;
-        state.items.clear();
+        self.discard(&mut state);
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.state.lock().closed
+    /// Forget what is queued; it no longer counts as buffered.
+    fn discard(&self, state: &mut State) {
+        let bytes: usize = state.items.drain(..).map(|item| item.counted_bytes()).sum();
+        self.buffered.fetch_sub(bytes, Ordering::AcqRel);
     }
 
     /// Wait until something is queued or an eviction is requested.
@@ -272,6 +286,11 @@ impl Outbound {
     /// The task wrote (or discarded) `n` bytes that were counted in `buffered`.
     pub fn written(&self, n: usize) {
         self.buffered.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Bytes that may be queued before the slow-consumer policy applies.
+    pub fn max_backpressure(&self) -> usize {
+        self.max_backpressure
     }
 
     pub fn buffered(&self) -> usize {

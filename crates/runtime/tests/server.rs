@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use switchboard_proto::ws::encoder::frame;
 use switchboard_proto::ws::{Decoder, DecoderConfig, Event, Flow, OpCode, Role};
-use switchboard_runtime::events::{KIND_CLOSE, KIND_MESSAGE, KIND_OPEN};
-use switchboard_runtime::{RouteConfig, Server, ServerConfig};
+use switchboard_runtime::events::Record;
+use switchboard_runtime::{ListenerConfig, Protocol, RouteConfig, Server, ServerConfig};
 
 /// What the test worker saw.
 #[derive(Debug, PartialEq)]
@@ -25,17 +25,14 @@ enum Seen {
 fn parse(batch: &[u8], out: &mut Vec<Seen>) {
     let mut at = 0;
     while at < batch.len() {
-        let kind = batch[at];
-        let len = u32::from_le_bytes(batch[at + 1..at + 5].try_into().unwrap()) as usize;
-        let body = &batch[at + 5..at + 5 + len];
-        let id = u64::from_le_bytes(body[..8].try_into().unwrap());
-        match kind {
-            KIND_OPEN => out.push(Seen::Open(id)),
-            KIND_MESSAGE => out.push(Seen::Message(id, body[9..].to_vec())),
-            KIND_CLOSE => out.push(Seen::Close(id, u16::from_le_bytes([body[8], body[9]]))),
+        let (record, used) = Record::read(&batch[at..]).unwrap();
+        match record {
+            Record::Open { id, .. } => out.push(Seen::Open(id)),
+            Record::Message { id, payload, .. } => out.push(Seen::Message(id, payload.to_vec())),
+            Record::Close { id, code, .. } => out.push(Seen::Close(id, code)),
             _ => {}
         }
-        at += 5 + len;
+        at += used;
     }
 }
 
@@ -50,7 +47,12 @@ fn start() -> (Arc<Server>, SocketAddr, Arc<parking_lot::Mutex<Vec<Seen>>>) {
         ..ServerConfig::default()
     })
     .unwrap();
-    let addr = server.listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = server
+        .listen(
+            "127.0.0.1:0".parse().unwrap(),
+            &ListenerConfig::plain(Protocol::Http),
+        )
+        .unwrap();
     let (wake_tx, wake_rx) = mpsc::channel::<()>();
     server.queue(0).unwrap().set_waker(Some(Arc::new(move || {
         let _ = wake_tx.send(());

@@ -8,6 +8,7 @@ import type { RouteOptions } from './options.js';
 import { nativeRoute } from './options.js';
 import { SwitchboardError } from './errors.js';
 import type { WebSocket } from './websocket.js';
+import type { TlsInfo } from './tls.js';
 import { RpcService } from './rpc/service.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
@@ -24,6 +25,8 @@ export interface UpgradeRequest {
   remoteAddress: string;
   /** Subprotocols the client offered, in its order. */
   protocols: string[];
+  /** On a TLS listener: the server name, version, cipher and verified client certificate. */
+  tls: TlsInfo | undefined;
 }
 
 /** How an `upgrade` hook answers, when it does not simply return the user data. */

@@ -13,6 +13,7 @@ export {
   type UnixListenAddress,
   type ListenTarget,
   type RpcTlsOptions,
+  type TlsOptions,
   type CloseOptions,
   type HandlerErrorInfo,
 } from './server.js';
@@ -25,6 +26,7 @@ export {
   type WebSocketBehavior,
 } from './app.js';
 export { WebSocket } from './websocket.js';
+export type { TlsInfo } from './tls.js';
 export {
   SendStatus,
   type MessageData,

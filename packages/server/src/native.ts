@@ -29,7 +29,7 @@ export interface NativeRouteOptions {
   slowConsumer?: 'drop' | 'close';
   compression?: NativeCompressionOptions;
   allowedOrigins?: string[];
-  wire?: boolean;
+  rpc?: boolean;
 }
 
 export interface NativeTlsOptions {
@@ -40,7 +40,7 @@ export interface NativeTlsOptions {
   rejectUnauthorized?: boolean;
 }
 
-export interface NativeWireOptions {
+export interface NativeRpcOptions {
   maxFrameSize?: number;
   initialWindow?: number;
   maxConcurrentCalls?: number;
@@ -66,7 +66,7 @@ export interface NativeServerOptions {
   upgradeTimeoutMs?: number;
   closeTimeoutMs?: number;
   maxWorkerQueueBytes?: number;
-  wire?: NativeWireOptions;
+  rpc?: NativeRpcOptions;
 }
 
 export interface NativeWorkerStats {
@@ -93,10 +93,8 @@ export interface NativeStats {
 
 export interface NativeServerHandle {
   readonly id: number;
-  listen(host: string, port: number): { host: string; port: number };
-  listenWire(host: string, port: number): { host: string; port: number };
-  listenWireUnix(path: string): void;
-  listenWireTls(host: string, port: number, tls: NativeTlsOptions): { host: string; port: number };
+  listen(host: string, port: number, protocol: 'http' | 'rpc', tls?: NativeTlsOptions | null): { host: string; port: number };
+  listenUnix(path: string, protocol: 'http' | 'rpc'): void;
   attachWorker(index: number, wake: () => void): void;
   detachWorker(index: number): void;
   end(connection: number, code: number, reason: string): boolean;

@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-protocol';
-import type { NativeRouteOptions, NativeServerOptions, NativeWireOptions } from './native.js';
+import type { NativeRouteOptions, NativeServerOptions, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 
 /** permessage-deflate (RFC 7692). Off unless given. */
@@ -155,7 +155,7 @@ export function nativeRoute(path: string, options: RouteOptions, hasUpgradeHook:
   if (options.compression) route.compression = options.compression === true ? {} : { ...options.compression };
   if (options.allowedOrigins) route.allowedOrigins = [...options.allowedOrigins];
   if (options.rpc) {
-    route.wire = true;
+    route.rpc = true;
     // Offered first: a client asking for it means it.
     route.protocols = [WEBSOCKET_SUBPROTOCOL, ...(route.protocols ?? []).filter((p) => p !== WEBSOCKET_SUBPROTOCOL)];
   }
@@ -175,11 +175,11 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   set('upgradeTimeoutMs', seconds('upgradeTimeout', options.upgradeTimeout));
   set('closeTimeoutMs', seconds('closeTimeout', options.closeTimeout));
   set('maxWorkerQueueBytes', count('maxWorkerQueueBytes', options.maxWorkerQueueBytes));
-  out.wire = nativeWire(options.rpc ?? {});
+  out.rpc = nativeRpc(options.rpc ?? {});
   return out;
 }
 
-function nativeWire(options: RpcOptions): NativeWireOptions {
+function nativeRpc(options: RpcOptions): NativeRpcOptions {
   for (const name of ['maxFrameSize', 'initialWindow'] as const) {
     const value = options[name];
     if (value !== undefined && (!Number.isInteger(value) || value < 1024 || value > 0xffff_ffff)) {
@@ -192,8 +192,8 @@ function nativeWire(options: RpcOptions): NativeWireOptions {
       throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.codecs: unknown codec ${JSON.stringify(codec)} (raw, json, msgpack)`);
     }
   }
-  const out: NativeWireOptions = { codecs };
-  const set = <K extends keyof NativeWireOptions>(key: K, value: NativeWireOptions[K] | undefined) => {
+  const out: NativeRpcOptions = { codecs };
+  const set = <K extends keyof NativeRpcOptions>(key: K, value: NativeRpcOptions[K] | undefined) => {
     if (value !== undefined) out[key] = value;
   };
   set('maxFrameSize', options.maxFrameSize);

@@ -24,12 +24,16 @@ export interface ListenAddress {
    * upgrades) or `'rpc'` (the Switchboard protocol from the first byte).
    */
   protocol?: 'http' | 'rpc';
-  /** With `protocol: 'rpc'`: serve the protocol inside TLS (rustls in the core). */
-  tls?: RpcTlsOptions;
+  /**
+   * Serve it inside TLS (rustls in the core): `wss://` and `https://` for
+   * `'http'`, the protocol in TLS for `'rpc'`. One server may listen with
+   * and without TLS at once.
+   */
+  tls?: TlsOptions;
 }
 
 /** PEM strings or Buffers, named as in `node:tls`. */
-export interface RpcTlsOptions {
+export interface TlsOptions {
   /** The certificate chain (PEM). */
   cert: string | Uint8Array;
   /** Its private key (PEM: PKCS#8, PKCS#1 or SEC1). */
@@ -42,10 +46,14 @@ export interface RpcTlsOptions {
   rejectUnauthorized?: boolean;
 }
 
-/** A Unix socket serving the Switchboard protocol. */
+/** @deprecated The same as {@link TlsOptions} (TLS was offered on protocol listeners first). */
+export type RpcTlsOptions = TlsOptions;
+
+/** A Unix socket. */
 export interface UnixListenAddress {
   path: string;
-  protocol: 'rpc';
+  /** What it serves, as for a TCP address. Default `'http'`. */
+  protocol?: 'http' | 'rpc';
 }
 
 /** Where to listen: a TCP address or a Unix socket path. */
@@ -63,25 +71,24 @@ export interface HandlerErrorInfo {
   connection: number;
 }
 
+function protocolOf(address: ListenTarget): 'http' | 'rpc' {
+  const protocol = address.protocol ?? 'http';
+  if (protocol !== 'http' && protocol !== 'rpc') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `protocol must be 'http' or 'rpc', got ${JSON.stringify(protocol)}`);
+  }
+  return protocol;
+}
+
 function bind(handle: NativeServerHandle, address: ListenTarget): ListenTarget {
+  const protocol = protocolOf(address);
   if ('path' in address) {
-    if (address.protocol !== 'rpc') {
-      throw new SwitchboardError('ERR_INVALID_OPTION', "a Unix socket serves the Switchboard protocol: give `protocol: 'rpc'`");
-    }
-    handle.listenWireUnix(address.path);
-    return { path: address.path, protocol: 'rpc' };
+    handle.listenUnix(address.path, protocol);
+    return { path: address.path, protocol };
   }
-  if (address.protocol === 'rpc') {
-    if (address.tls) return { ...handle.listenWireTls(address.host, address.port, nativeTls(address.tls)), protocol: 'rpc', tls: address.tls };
-    return { ...handle.listenWire(address.host, address.port), protocol: 'rpc' };
-  }
-  if (address.tls) {
-    throw new SwitchboardError('ERR_INVALID_OPTION', "TLS is offered on protocol listeners: give `protocol: 'rpc'` with `tls`");
-  }
-  if (address.protocol !== undefined && address.protocol !== 'http') {
-    throw new SwitchboardError('ERR_INVALID_OPTION', `protocol must be 'http' or 'rpc', got ${JSON.stringify(address.protocol)}`);
-  }
-  return handle.listen(address.host, address.port);
+  const bound: ListenAddress = handle.listen(address.host, address.port, protocol, address.tls ? nativeTls(address.tls) : null);
+  if (protocol === 'rpc') bound.protocol = protocol;
+  if (address.tls) bound.tls = address.tls;
+  return bound;
 }
 
 function pem(value: string | Uint8Array, what: string): Buffer {
@@ -90,7 +97,7 @@ function pem(value: string | Uint8Array, what: string): Buffer {
   throw new SwitchboardError('ERR_INVALID_OPTION', `tls.${what} must be a PEM string or bytes`);
 }
 
-function nativeTls(tls: RpcTlsOptions): NativeTlsOptions {
+function nativeTls(tls: TlsOptions): NativeTlsOptions {
   const out: NativeTlsOptions = { cert: pem(tls.cert, 'cert'), key: pem(tls.key, 'key') };
   if (tls.sni) {
     out.sni = Object.entries(tls.sni).map(([servername, c]) => ({ servername, cert: pem(c.cert, 'sni.cert'), key: pem(c.key, 'sni.key') }));

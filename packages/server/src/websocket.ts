@@ -4,6 +4,7 @@
  */
 import { type NativeServerHandle, native } from './native.js';
 import { type MessageData, type PublishOptions, type SendStatus, checkCloseCode, toBytes } from './operations.js';
+import type { TlsInfo } from './tls.js';
 
 export class WebSocket<UserData = unknown> {
   /** Whether the connection is still open (false after its `close` event). */
@@ -24,6 +25,8 @@ export class WebSocket<UserData = unknown> {
     readonly protocol: string,
     /** The negotiated extensions (`Sec-WebSocket-Extensions`), or `''`. */
     readonly extensions: string,
+    /** On a TLS listener (`wss://`): what the handshake settled; `undefined` otherwise. */
+    readonly tls: TlsInfo | undefined = undefined,
   ) {}
 
   /** Send a message; text for strings unless `isBinary` says otherwise. */

@@ -10,6 +10,7 @@ import { UpgradeRejection } from '../errors.js';
 import { WebSocket } from '../websocket.js';
 import { decodeFrame, RpcError, type HelloFrame, type WelcomeFrame } from 'switchboard-protocol';
 import { RpcConnection } from '../rpc/connection.js';
+import { tlsInfo } from '../tls.js';
 import {
   KIND_CLOSE,
   KIND_DRAIN,
@@ -177,7 +178,16 @@ export class Dispatcher {
       if (!route) return;
       const data = this.upgraded.get(event.id);
       this.upgraded.delete(event.id);
-      const ws = new WebSocket(this.handle, this.serverId, event.id, data, event.remoteAddress, event.protocol, event.extensions);
+      const ws = new WebSocket(
+        this.handle,
+        this.serverId,
+        event.id,
+        data,
+        event.remoteAddress,
+        event.protocol,
+        event.extensions,
+        tlsInfo(event.tls),
+      );
       this.connections.set(event.id, { ws, route, backlog: null, failed: false });
     }
     const state = this.connections.get(event.id);
@@ -360,6 +370,7 @@ export class Dispatcher {
       headers: event.headers,
       remoteAddress: event.remoteAddress,
       protocols,
+      tls: tlsInfo(event.tls),
     };
     const onError = (error: unknown) => {
       if (error instanceof UpgradeRejection) {

@@ -1,6 +1,7 @@
 /**
  * Decodes a batch of events drained from the native queue. The layout is
- * written by `crates/runtime/src/events.rs` (see its module docs): a byte
+ * written by `crates/runtime/src/events/record.rs` (see its module docs),
+ * and both sides are checked against the vectors of `spec/events/`: a byte
  * buffer crosses the N-API boundary once per batch, and message payloads
  * are handed out as views into it, without copying.
  */
@@ -21,6 +22,7 @@ export interface UpgradeEvent {
   remoteAddress: string;
   path: string;
   query: string;
+  tls: NativeTlsInfo | undefined;
   headers: Record<string, string>;
 }
 export interface OpenEvent {
@@ -30,6 +32,7 @@ export interface OpenEvent {
   remoteAddress: string;
   protocol: string;
   extensions: string;
+  tls: NativeTlsInfo | undefined;
 }
 export interface MessageEvent {
   kind: typeof KIND_MESSAGE;
@@ -101,6 +104,23 @@ class Reader {
     this.offset += length;
     return s;
   }
+  u32(): number {
+    const v = this.buffer.readUInt32LE(this.offset);
+    this.offset += 4;
+    return v;
+  }
+  /** The TLS block: a presence byte, then the handshake's results. */
+  tls(): NativeTlsInfo | undefined {
+    if (this.buffer[this.offset++] !== 1) return undefined;
+    const serverName = this.str();
+    const protocol = this.str();
+    const cipher = this.str();
+    const certificateLength = this.u32();
+    // Copied: a view would keep the whole batch alive for the connection's life.
+    const peerCertificate = Buffer.from(this.buffer.subarray(this.offset, this.offset + certificateLength));
+    this.offset += certificateLength;
+    return { serverName, protocol, cipher, peerCertificate };
+  }
 }
 
 /**
@@ -156,7 +176,7 @@ export function decodeBatch(
         break;
       }
       case KIND_OPEN:
-        onEvent({ kind, id: r.id(), route: r.u16(), remoteAddress: r.str(), protocol: r.str(), extensions: r.str() });
+        onEvent({ kind, id: r.id(), route: r.u16(), remoteAddress: r.str(), protocol: r.str(), extensions: r.str(), tls: r.tls() });
         break;
       case KIND_CLOSE: {
         const id = r.id();
@@ -172,20 +192,9 @@ export function decodeBatch(
         const route = r.u16();
         const transport = batch[r.offset++]!;
         const remoteAddress = r.str();
-        let tls: NativeTlsInfo | undefined;
-        if (batch[r.offset++] === 1) {
-          const serverName = r.str();
-          const protocol = r.str();
-          const cipher = r.str();
-          const certificateLength = batch.readUInt32LE(r.offset);
-          const certificateStart = r.offset + 4;
-          // Copied: a view would keep the whole batch alive for the connection's life.
-          const peerCertificate = Buffer.from(batch.subarray(certificateStart, certificateStart + certificateLength));
-          r.offset = certificateStart + certificateLength;
-          tls = { serverName, protocol, cipher, peerCertificate };
-        }
-        const helloLength = batch.readUInt32LE(r.offset);
-        const helloStart = r.offset + 4;
+        const tls = r.tls();
+        const helloLength = r.u32();
+        const helloStart = r.offset;
         const hello = batch.subarray(helloStart, helloStart + helloLength);
         const welcome = batch.subarray(helloStart + helloLength, end);
         onEvent({ kind, id, route, transport, remoteAddress, tls, hello, welcome });
@@ -197,6 +206,7 @@ export function decodeBatch(
         const remoteAddress = r.str();
         const path = r.str();
         const query = r.str();
+        const tls = r.tls();
         const count = r.u16();
         const headers: Record<string, string> = {};
         for (let i = 0; i < count; i++) {
@@ -205,7 +215,7 @@ export function decodeBatch(
           // Repeated headers join with ", " as HTTP allows (RFC 9110 §5.3).
           headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
         }
-        onEvent({ kind, id, route, remoteAddress, path, query, headers });
+        onEvent({ kind, id, route, remoteAddress, path, query, tls, headers });
         break;
       }
       default:

@@ -6,7 +6,6 @@
  * (calls in both directions, streams, flow control, cancellation) is the
  * peer's, the same code the client runs.
  */
-import { X509Certificate } from 'node:crypto';
 import {
   type Action,
   type CallOptions,
@@ -25,48 +24,16 @@ import {
 } from 'switchboard-protocol';
 import type { NativeTlsInfo } from '../internal/events.js';
 import { native, type NativeServerHandle } from '../native.js';
+import { type TlsInfo, tlsInfo } from '../tls.js';
 import type { RpcCall, RpcService } from './service.js';
 
 /** How the connection reached the server. */
 export type RpcTransport = 'tcp' | 'unix' | 'websocket' | 'tls';
-/** Indexed by the native transport byte (`crates/runtime/src/connection/session/mod.rs`). */
+/** Indexed by the native transport byte (`Transport` in `crates/runtime/src/events/record.rs`). */
 const TRANSPORTS: readonly RpcTransport[] = ['tcp', 'unix', 'websocket', 'tls'];
 
 /** What the TLS handshake of a `tls` connection settled. */
-export interface RpcTlsInfo {
-  /** The server name the client asked for (SNI), or `undefined` without one. */
-  readonly serverName: string | undefined;
-  /** `TLSv1.3` or `TLSv1.2`. */
-  readonly protocol: string;
-  /** The cipher suite (IANA name, e.g. `TLS13_AES_128_GCM_SHA256`). */
-  readonly cipher: string;
-  /**
-   * The client's certificate, already verified against the listener's `ca`
-   * (parsed on first read), or `undefined` when it sent none.
-   */
-  readonly peerCertificate: X509Certificate | undefined;
-}
-
-/** Parses the certificate only when the application looks at it. */
-class TlsInfo implements RpcTlsInfo {
-  readonly serverName: string | undefined;
-  readonly protocol: string;
-  readonly cipher: string;
-  #der: Buffer;
-  #certificate: X509Certificate | undefined;
-
-  constructor(native: NativeTlsInfo) {
-    this.serverName = native.serverName === '' ? undefined : native.serverName;
-    this.protocol = native.protocol;
-    this.cipher = native.cipher;
-    this.#der = native.peerCertificate;
-  }
-
-  get peerCertificate(): X509Certificate | undefined {
-    if (this.#certificate === undefined && this.#der.length > 0) this.#certificate = new X509Certificate(this.#der);
-    return this.#certificate;
-  }
-}
+export type RpcTlsInfo = TlsInfo;
 
 export interface RpcConnectionInit {
   handle: NativeServerHandle;
@@ -102,7 +69,7 @@ export class RpcConnection<UserData = unknown> {
     this.handle = init.handle;
     this.transport = TRANSPORTS[init.transport] ?? 'tcp';
     this.remoteAddress = init.remoteAddress;
-    this.tls = init.tls && new TlsInfo(init.tls);
+    this.tls = tlsInfo(init.tls);
     this.codec = init.welcome.codec;
     this.connectData = init.hello.data;
     const { serverId, id } = init;

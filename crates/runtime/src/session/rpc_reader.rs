@@ -1,6 +1,6 @@
-//! The Switchboard protocol's receiving side of one connection: the
-//! preface, the HELLO, then frames, over a byte stream (TCP, Unix) or over
-//! WebSocket binary messages.
+//! The Switchboard protocol's reading side, pure: the preface, the HELLO,
+//! then frames, over a byte stream (TCP, Unix, TLS) or over WebSocket
+//! binary messages. It checks; the session (`rpc.rs`) acts.
 //!
 //! The runtime does what must not wait for JavaScript: it checks every
 //! frame's structure and sequence (a bad peer is cut off here, before its
@@ -26,32 +26,22 @@ use switchboard_proto::wire::{
 const MAX_HELLO_BYTES: usize = 64 * 1024;
 
 /// The longest frame header (type, descriptor, 6-byte length).
-pub(super) const MAX_HEADER_BYTES: usize = 8;
+pub(crate) const MAX_HEADER_BYTES: usize = 8;
 
 /// Frames at least this large that were reassembled across reads are
-/// handed over in their own buffer ([`WireEvent::Owned`]) instead of being
+/// handed over in their own buffer ([`RpcEvent::Owned`]) instead of being
 /// copied into the worker's batch.
-pub(super) const OWNED_FRAME_BYTES: usize = 64 * 1024;
+pub(crate) const OWNED_FRAME_BYTES: usize = 64 * 1024;
 
 /// The reassembly buffer's first reservation for a frame it grows towards.
 const MIN_RESERVE: usize = 64 * 1024;
 
 /// The most bytes of smaller frames a sender batches into one WebSocket
 /// message (docs/protocol.md §2); a receiver accepts at least this.
-pub(super) const MAX_BATCH_BYTES: usize = 64 * 1024;
-
-/// 16 bytes from the operating system's random source: the base of the
-/// server's UUIDs on one connection (docs/protocol.md §6).
-pub(super) fn random_seed() -> [u8; 16] {
-    let mut seed = [0; 16];
-    // The OS source failing (no /dev/urandom, no getrandom syscall) leaves
-    // nothing sensible to do but stop.
-    getrandom::fill(&mut seed).expect("the operating system's random source failed");
-    seed
-}
+pub(crate) const MAX_BATCH_BYTES: usize = 64 * 1024;
 
 /// What the reader found, in order.
-pub(super) enum WireEvent<'a> {
+pub(crate) enum RpcEvent<'a> {
     /// The client's HELLO: negotiate and answer. `raw` is the whole frame.
     Hello { hello: Hello<'a>, raw: &'a [u8] },
     /// A frame for the worker, as received, and the highest call id of the
@@ -71,7 +61,7 @@ enum Phase {
     Open,
 }
 
-pub(super) struct WireReader {
+pub(crate) struct RpcReader {
     phase: Phase,
     /// The incomplete frame (or preface) at the end of the input so far.
     partial: Vec<u8>,
@@ -79,10 +69,10 @@ pub(super) struct WireReader {
     max_frame_size: usize,
 }
 
-impl WireReader {
+impl RpcReader {
     /// `max_frame_size`: the largest frame body this side accepts (what our
     /// WELCOME announces).
-    pub(super) fn new(max_frame_size: usize) -> Self {
+    pub(crate) fn new(max_frame_size: usize) -> Self {
         Self {
             phase: Phase::Preface,
             partial: Vec::new(),
@@ -93,22 +83,22 @@ impl WireReader {
 
     /// Whether the handshake is done.
     #[cfg(test)]
-    pub(super) fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.phase == Phase::Open
     }
 
     /// Whether the input so far ended on a frame boundary (required at the
     /// end of each WebSocket message).
-    pub(super) fn at_boundary(&self) -> bool {
+    pub(crate) fn at_boundary(&self) -> bool {
         self.partial.is_empty()
     }
 
     /// Feed received bytes; `on` sees every complete frame in order. An
     /// error from `on` stops reading and is returned.
-    pub(super) fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut input: &[u8],
-        on: &mut dyn FnMut(WireEvent<'_>) -> Result<(), WireError>,
+        on: &mut dyn FnMut(RpcEvent<'_>) -> Result<(), WireError>,
     ) -> Result<(), WireError> {
         while !self.partial.is_empty() || self.phase == Phase::Preface {
             if input.is_empty() {
@@ -132,7 +122,7 @@ impl WireReader {
             let mut pending = std::mem::take(&mut self.partial);
             if pending.len() >= OWNED_FRAME_BYTES && self.phase == Phase::Open {
                 if let Some(last_call_id) = self.check_whole_frame(&pending)? {
-                    on(WireEvent::Owned {
+                    on(RpcEvent::Owned {
                         frame: pending,
                         last_call_id,
                     })?;
@@ -193,7 +183,7 @@ impl WireReader {
     fn process(
         &mut self,
         buf: &[u8],
-        on: &mut dyn FnMut(WireEvent<'_>) -> Result<(), WireError>,
+        on: &mut dyn FnMut(RpcEvent<'_>) -> Result<(), WireError>,
     ) -> Result<usize, WireError> {
         let mut used = 0;
         if self.phase == Phase::Preface {
@@ -212,17 +202,17 @@ impl WireReader {
                 Phase::Hello => match frame {
                     Frame::Hello(hello) => {
                         self.phase = Phase::Open;
-                        on(WireEvent::Hello { hello, raw })?;
+                        on(RpcEvent::Hello { hello, raw })?;
                     }
                     _ => return Err(WireError::Handshake("the first frame is not HELLO")),
                 },
                 _ => {
                     self.check.check(&frame)?;
                     match frame {
-                        Frame::Heartbeat { pong: false } => on(WireEvent::Ping)?,
+                        Frame::Heartbeat { pong: false } => on(RpcEvent::Ping)?,
                         // Any frame is a sign of life; the session counted it.
                         Frame::Heartbeat { pong: true } => {}
-                        _ => on(WireEvent::Frame {
+                        _ => on(RpcEvent::Frame {
                             raw,
                             last_call_id: self.check.last_call_id(),
                         })?,
@@ -259,21 +249,19 @@ mod tests {
 
     /// Frames as the reader reports them: "hello", "ping", or the hex of a
     /// delivered frame.
-    fn run(reader: &mut WireReader, input: &[u8], chunk: usize) -> Result<Vec<String>, WireError> {
+    fn run(reader: &mut RpcReader, input: &[u8], chunk: usize) -> Result<Vec<String>, WireError> {
         let mut seen = Vec::new();
         for piece in input.chunks(chunk) {
             reader.feed(piece, &mut |event| {
                 seen.push(match event {
-                    WireEvent::Hello { hello, raw } => {
+                    RpcEvent::Hello { hello, raw } => {
                         assert_eq!(hello.data, b"token");
                         assert_eq!(raw[0], 0x01);
                         "hello".to_owned()
                     }
-                    WireEvent::Ping => "ping".to_owned(),
-                    WireEvent::Frame { raw, .. } => {
-                        raw.iter().map(|b| format!("{b:02x}")).collect()
-                    }
-                    WireEvent::Owned { frame, .. } => {
+                    RpcEvent::Ping => "ping".to_owned(),
+                    RpcEvent::Frame { raw, .. } => raw.iter().map(|b| format!("{b:02x}")).collect(),
+                    RpcEvent::Owned { frame, .. } => {
                         let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
                         format!("owned {hex}")
                     }
@@ -299,14 +287,14 @@ mod tests {
     #[test]
     fn frames_arrive_whole_whatever_the_chunking() {
         let input = session_bytes();
-        let whole = run(&mut WireReader::new(1 << 20), &input, input.len()).unwrap();
+        let whole = run(&mut RpcReader::new(1 << 20), &input, input.len()).unwrap();
         assert_eq!(whole.len(), 4);
         assert_eq!(whole[0], "hello");
         assert_eq!(whole[1], "03100705036164640102");
         assert_eq!(whole[2], "ping");
         assert_eq!(whole[3].len(), 2 * (0x0104 + 4));
         for chunk in [1, 2, 3, 5, 7, 64] {
-            let mut reader = WireReader::new(1 << 20);
+            let mut reader = RpcReader::new(1 << 20);
             assert_eq!(
                 run(&mut reader, &input, chunk).unwrap(),
                 whole,
@@ -335,7 +323,7 @@ mod tests {
         input.extend_from_slice(&[0x03, 0x10, 0x07, 0x07, 0x03, b'a', b'd', b'd', 1, 2]);
         let hex: String = big.iter().map(|b| format!("{b:02x}")).collect();
         // Whole in one read: handled in place, like any frame.
-        let whole = run(&mut WireReader::new(1 << 20), &input, input.len()).unwrap();
+        let whole = run(&mut RpcReader::new(1 << 20), &input, input.len()).unwrap();
         assert_eq!(
             whole,
             [
@@ -346,7 +334,7 @@ mod tests {
         );
         // Across reads: reassembled, then handed over; the same bytes.
         for chunk in [1000, 4096, 65_536, 150_000] {
-            let mut reader = WireReader::new(1 << 20);
+            let mut reader = RpcReader::new(1 << 20);
             let seen = run(&mut reader, &input, chunk).unwrap();
             assert_eq!(seen[1], format!("owned {hex}"), "chunk {chunk}");
             assert_eq!(seen[2], "03100707036164640102", "chunk {chunk}");
@@ -356,7 +344,7 @@ mod tests {
 
     #[test]
     fn an_announced_frame_reserves_at_most_eight_times_what_arrived() {
-        let mut reader = WireReader::new(64 << 20);
+        let mut reader = RpcReader::new(64 << 20);
         let mut input = hello_bytes();
         input.extend_from_slice(&large_call(32 << 20)[..1000]);
         run(&mut reader, &input, input.len()).unwrap();
@@ -376,9 +364,9 @@ mod tests {
 
     #[test]
     fn a_bad_preface_is_refused_at_its_first_wrong_byte() {
-        let error = run(&mut WireReader::new(1 << 20), b"GET / HTTP/1.1\r\n", 1).unwrap_err();
+        let error = run(&mut RpcReader::new(1 << 20), b"GET / HTTP/1.1\r\n", 1).unwrap_err();
         assert_eq!(error.code(), "ERR_PROTOCOL_PREFACE");
-        let error = run(&mut WireReader::new(1 << 20), b"SWB\x02", 4).unwrap_err();
+        let error = run(&mut RpcReader::new(1 << 20), b"SWB\x02", 4).unwrap_err();
         assert_eq!(error.code(), "ERR_PROTOCOL_VERSION");
     }
 
@@ -386,7 +374,7 @@ mod tests {
     fn the_first_frame_must_be_hello() {
         let mut input = PREFACE.to_vec();
         encode_heartbeat(false, &mut input);
-        let error = run(&mut WireReader::new(1 << 20), &input, 3).unwrap_err();
+        let error = run(&mut RpcReader::new(1 << 20), &input, 3).unwrap_err();
         assert_eq!(error.code(), "ERR_PROTOCOL_HANDSHAKE");
     }
 
@@ -395,7 +383,7 @@ mod tests {
         let mut input = hello_bytes();
         // Length 0x10000 in 4 bytes, no body sent.
         input.extend_from_slice(&[0x03, 0x12, 0x00, 0x00, 0x01, 0x00]);
-        let error = run(&mut WireReader::new(4096), &input, 1).unwrap_err();
+        let error = run(&mut RpcReader::new(4096), &input, 1).unwrap_err();
         assert_eq!(error.code(), "ERR_PROTOCOL_FRAME_TOO_LARGE");
     }
 
@@ -405,7 +393,7 @@ mod tests {
         let call = [0x03, 0x00, 0x03, 0x05, 0x01, b'a'];
         input.extend_from_slice(&call);
         input.extend_from_slice(&call);
-        let error = run(&mut WireReader::new(4096), &input, 4).unwrap_err();
+        let error = run(&mut RpcReader::new(4096), &input, 4).unwrap_err();
         assert_eq!(error.code(), "ERR_PROTOCOL_CALL_ID");
     }
 
@@ -413,7 +401,7 @@ mod tests {
     fn an_incomplete_frame_leaves_the_reader_off_a_boundary() {
         let mut input = hello_bytes();
         input.extend_from_slice(&[0x03, 0x10, 0x07, 0x05]);
-        let mut reader = WireReader::new(4096);
+        let mut reader = RpcReader::new(4096);
         run(&mut reader, &input, input.len()).unwrap();
         assert!(!reader.at_boundary());
     }

@@ -8,31 +8,8 @@
 //! payload of a message is copied exactly once on its way in: from the
 //! decoder's (unmasked) bytes into this buffer.
 //!
-//! Layout of one event (little-endian), mirrored by
-//! `packages/server/src/internal/events.ts`:
-//! ```text
-//! u8 kind | u32 body length | body
-//! ```
-//! Bodies (`str` = u16 length + UTF-8 bytes, `id` = u64):
-//! - `UPGRADE`: id conn, u16 route, str remote address, str path, str query,
-//!   u16 header count, (str name, str value)*
-//! - `OPEN`: id conn, u16 route, str remote address, str protocol, str extensions
-//! - `MESSAGE`: id conn, u8 binary, payload (the rest)
-//! - `CLOSE`: id conn, u16 code, reason (the rest, UTF-8)
-//! - `DRAIN`: id conn
-//! - `RPC_OPEN`: id conn, u16 route (`0xFFFF` for a protocol listener), u8
-//!   transport (0 TCP, 1 Unix, 2 WebSocket, 3 TLS), str remote address, u8
-//!   TLS present (0/1) and when 1: str server name (empty: no SNI), str
-//!   protocol version, str cipher suite, u32 length + the client
-//!   certificate's DER (length 0: none); then u32 HELLO length, the
-//!   client's HELLO frame, our WELCOME frame (the rest). A
-//!   protocol connection's frames then arrive as `MESSAGE`s (binary, one
-//!   frame each), or as `MESSAGE_OWNED`.
-//! - `MESSAGE_OWNED`: id conn, u8 binary, u32 index: a `MESSAGE` whose data
-//!   is not in the batch but the `index`th buffer drained with it (see
-//!   [`Drained`]). Large protocol frames travel this way: the buffer they
-//!   were reassembled in becomes JavaScript's, instead of being copied into
-//!   the batch.
+//! The records' layout and kinds are in [`record`], checked against the
+//! vectors of `spec/events/` that the TypeScript decoder reads too.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -41,13 +18,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-pub const KIND_UPGRADE: u8 = 1;
-pub const KIND_OPEN: u8 = 2;
-pub const KIND_MESSAGE: u8 = 3;
-pub const KIND_CLOSE: u8 = 4;
-pub const KIND_DRAIN: u8 = 5;
-pub const KIND_RPC_OPEN: u8 = 6;
-pub const KIND_MESSAGE_OWNED: u8 = 7;
+pub mod record;
+
+pub use record::{Record, TlsRecord, Transport, NO_ROUTE};
 
 /// Queued bytes beyond which an I/O thread wakes the worker at once instead
 /// of at the end of its turn (see [`wake_deferred`]): it bounds how long a
@@ -142,64 +115,46 @@ impl EventQueue {
         }
     }
 
-    /// Append one event; `write_body` writes the body into the buffer.
+    /// Append one record.
     ///
     /// On an I/O thread the worker is woken when the thread parks (or at
     /// once past [`DEFERRED_WAKE_BYTES`]); elsewhere at once.
-    pub fn push(self: &Arc<Self>, kind: u8, write_body: impl FnOnce(&mut Vec<u8>)) {
+    pub fn push(self: &Arc<Self>, record: &Record<'_>) {
         let queued = {
             let mut pending = self.buffer.lock();
-            self.write_event(&mut pending, kind, write_body)
+            Self::write(&mut pending, &self.capacity_hint, record)
         };
         self.wake_after_push(queued);
     }
 
-    /// Append an event whose body refers to `owned` (the body ends with its
-    /// u32 index, written here): the buffer is handed over whole, with no
-    /// copy into the batch.
-    pub fn push_owned(
-        self: &Arc<Self>,
-        kind: u8,
-        write_body: impl FnOnce(&mut Vec<u8>),
-        owned: Vec<u8>,
-    ) {
+    /// Append a message whose bytes are `owned`, handed over whole with the
+    /// batch (a `MESSAGE_OWNED` record names its index) instead of being
+    /// copied into it.
+    pub fn push_owned(self: &Arc<Self>, id: u64, binary: bool, owned: Vec<u8>) {
         let queued = {
             let mut pending = self.buffer.lock();
             let index = pending.owned.len() as u32;
             pending.owned.push(owned);
-            self.write_event(&mut pending, kind, |out| {
-                write_body(out);
-                out.extend_from_slice(&index.to_le_bytes());
-            })
+            let record = Record::MessageOwned { id, binary, index };
+            Self::write(&mut pending, &self.capacity_hint, &record)
         };
         self.wake_after_push(queued);
     }
 
-    /// Write one event into the batch; returns the bytes now pending.
-    fn write_event(
-        &self,
-        pending: &mut Drained,
-        kind: u8,
-        write_body: impl FnOnce(&mut Vec<u8>),
-    ) -> usize {
+    /// Write one record into the batch; returns the bytes now pending.
+    fn write(pending: &mut Drained, capacity_hint: &AtomicUsize, record: &Record<'_>) -> usize {
         let buffer = &mut pending.events;
         if buffer.capacity() == 0 {
             // Sized like the last batch: growing by doubling would copy
             // a batch of large messages over and over.
-            buffer.reserve(self.capacity_hint.load(Ordering::Relaxed));
+            buffer.reserve(capacity_hint.load(Ordering::Relaxed));
         }
-        buffer.push(kind);
-        let length_at = buffer.len();
-        buffer.extend_from_slice(&[0; 4]);
-        write_body(buffer);
-        let body_len = (buffer.len() - length_at - 4) as u32;
-        buffer[length_at..length_at + 4].copy_from_slice(&body_len.to_le_bytes());
-        let queued = pending.queued_bytes();
-        self.queued_bytes.store(queued, Ordering::SeqCst);
-        queued
+        record.write(buffer);
+        pending.queued_bytes()
     }
 
     fn wake_after_push(self: &Arc<Self>, queued: usize) {
+        self.queued_bytes.store(queued, Ordering::SeqCst);
         if self.wake_pending.load(Ordering::SeqCst) {
             // A wake-up is on its way; the drain it causes takes this too
             // (`drain` clears the flag before it takes the buffer).
@@ -275,30 +230,15 @@ impl EventQueue {
     }
 }
 
-/// Helpers to write event bodies.
-pub mod body {
-    pub fn id(out: &mut Vec<u8>, id: u64) {
-        out.extend_from_slice(&id.to_le_bytes());
-    }
-    pub fn u16(out: &mut Vec<u8>, v: u16) {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    /// A string of at most 65535 bytes (longer input is cut on a char
-    /// boundary; request heads are far below this by `max_head_bytes`).
-    pub fn str(out: &mut Vec<u8>, s: &str) {
-        let mut end = s.len().min(u16::MAX as usize);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        u16(out, end as u16);
-        out.extend_from_slice(&s.as_bytes()[..end]);
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::record::{KIND_DRAIN, KIND_MESSAGE_OWNED};
     use super::*;
     use std::sync::atomic::AtomicU32;
+
+    fn drain(id: u64) -> Record<'static> {
+        Record::Drain { id }
+    }
 
     #[test]
     fn one_wake_per_batch_and_layout() {
@@ -309,7 +249,7 @@ mod tests {
             counter.fetch_add(1, Ordering::SeqCst);
         })));
         for n in 0..3u64 {
-            queue.push(KIND_DRAIN, |out| body::id(out, n));
+            queue.push(&drain(n));
         }
         assert_eq!(wakes.load(Ordering::SeqCst), 1);
         let batch = queue.drain().events;
@@ -317,35 +257,50 @@ mod tests {
         assert_eq!(batch[0], KIND_DRAIN);
         assert_eq!(&batch[1..5], &8u32.to_le_bytes());
         assert_eq!(&batch[5..13], &0u64.to_le_bytes());
-        queue.push(KIND_DRAIN, |out| body::id(out, 9));
+        queue.push(&drain(9));
         assert_eq!(wakes.load(Ordering::SeqCst), 2);
     }
 
     #[test]
     fn owned_buffers_are_handed_over_by_index_and_count_as_queued() {
         let queue = Arc::new(EventQueue::new(1024));
-        queue.push(KIND_DRAIN, |out| body::id(out, 1));
+        queue.push(&drain(1));
         let big = vec![7u8; 100_000];
-        queue.push_owned(KIND_MESSAGE_OWNED, |out| body::id(out, 2), big);
-        queue.push_owned(KIND_MESSAGE_OWNED, |out| body::id(out, 3), vec![1, 2, 3]);
-        assert_eq!(queue.queued_bytes(), 3 * 13 + 2 * 4 + 100_003);
+        queue.push_owned(2, true, big);
+        queue.push_owned(3, true, vec![1, 2, 3]);
+        // Two records of 5 + 13 bytes (id, flag, index) and the buffers.
+        assert_eq!(queue.queued_bytes(), 13 + 2 * 18 + 100_003);
         let Drained { events, owned } = queue.drain();
         assert_eq!(queue.queued_bytes(), 0);
         assert_eq!(owned.len(), 2);
         assert_eq!(owned[0].len(), 100_000);
         assert_eq!(owned[1], vec![1, 2, 3]);
-        // The second event: kind, length 12, id 2, index 0.
+        // The second event: kind, length 13, id 2, binary, index 0.
         assert_eq!(events[13], KIND_MESSAGE_OWNED);
-        assert_eq!(&events[14..18], &12u32.to_le_bytes());
-        assert_eq!(&events[18..26], &2u64.to_le_bytes());
-        assert_eq!(&events[26..30], &0u32.to_le_bytes());
-        assert_eq!(&events[43..47], &1u32.to_le_bytes());
+        let (second, _) = Record::read(&events[13..]).unwrap();
+        assert_eq!(
+            second,
+            Record::MessageOwned {
+                id: 2,
+                binary: true,
+                index: 0
+            }
+        );
+        let (third, _) = Record::read(&events[31..]).unwrap();
+        assert_eq!(
+            third,
+            Record::MessageOwned {
+                id: 3,
+                binary: true,
+                index: 1
+            }
+        );
     }
 
     #[test]
     fn events_before_a_waker_are_delivered_when_it_attaches() {
         let queue = Arc::new(EventQueue::new(1024));
-        queue.push(KIND_DRAIN, |out| body::id(out, 1));
+        queue.push(&drain(1));
         let wakes = Arc::new(AtomicU32::new(0));
         let counter = wakes.clone();
         queue.set_waker(Some(Arc::new(move || {
@@ -366,26 +321,22 @@ mod tests {
             // The first park marks this thread as an I/O thread.
             wake_deferred();
             for n in 0..10u64 {
-                queue.push(KIND_DRAIN, |out| body::id(out, n));
+                queue.push(&drain(n));
             }
             assert_eq!(wakes.load(Ordering::SeqCst), 0, "held until the park");
             wake_deferred();
             assert_eq!(wakes.load(Ordering::SeqCst), 1);
             assert_eq!(queue.drain().events.len(), 10 * 13);
             // A big backlog wakes at once.
-            queue.push(KIND_MESSAGE, |out| out.resize(DEFERRED_WAKE_BYTES, 0));
+            let big = vec![0; DEFERRED_WAKE_BYTES];
+            queue.push(&Record::Message {
+                id: 1,
+                binary: true,
+                payload: &big,
+            });
             assert_eq!(wakes.load(Ordering::SeqCst), 2);
         })
         .join()
         .unwrap();
-    }
-
-    #[test]
-    fn strings_are_cut_on_char_boundaries() {
-        let mut out = Vec::new();
-        let long = "é".repeat(40_000);
-        body::str(&mut out, &long);
-        let len = u16::from_le_bytes([out[0], out[1]]) as usize;
-        assert!(std::str::from_utf8(&out[2..2 + len]).is_ok());
     }
 }

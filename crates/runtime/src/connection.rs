@@ -1,0 +1,105 @@
+//! What every thread can reach of an open connection: its id, its worker,
+//! its kind, and its outbound queue. The connection's own thread keeps the
+//! rest (its session, `session/`); other threads only enqueue here.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::cork;
+use crate::outbound::{OutItem, Outbound, SendStatus};
+
+/// How a connection frames what it is sent: one variant per framing, so a
+/// publish can keep one lazily framed copy per kind (`channels.rs`), and a
+/// new kind of connection is one more variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConnectionKind {
+    /// WebSocket messages for the route's handlers.
+    WebSocket,
+    /// The same, compressed with permessage-deflate: the connection frames
+    /// its own messages with its own compression context.
+    WebSocketDeflate,
+    /// The Switchboard protocol on a byte stream (TCP, Unix, TLS): what
+    /// JavaScript sends is already protocol frames and goes out as is.
+    RpcStream,
+    /// The Switchboard protocol in WebSocket binary messages (subprotocol
+    /// `switchboard.v1`).
+    RpcWebSocket,
+}
+
+impl ConnectionKind {
+    /// Whether it speaks the Switchboard protocol.
+    pub fn is_rpc(self) -> bool {
+        matches!(self, Self::RpcStream | Self::RpcWebSocket)
+    }
+
+    /// Whether its bytes are WebSocket frames.
+    pub fn is_websocket(self) -> bool {
+        !matches!(self, Self::RpcStream)
+    }
+}
+
+/// Published frames up to this size are copied into each recipient's queue
+/// rather than shared: below it a copy costs less than the shared buffer's
+/// reference counting and a slice of its own in every vectored write.
+const COPY_FRAMES_UP_TO: usize = 512;
+
+pub struct Connection {
+    pub id: u64,
+    pub worker: usize,
+    pub kind: ConnectionKind,
+    pub outbound: Outbound,
+}
+
+impl Connection {
+    /// Queue an item; the connection's thread is woken now, or at
+    /// [`cork::uncork`] when the calling thread is corked.
+    pub fn enqueue(self: &Arc<Self>, item: OutItem, len: usize) -> SendStatus {
+        let (status, wake) = self.outbound.push(item, len);
+        self.woken(wake);
+        status
+    }
+
+    /// Queue a frame shared with other recipients: small ones are copied
+    /// into the connection's coalescing buffer, larger ones shared.
+    pub fn enqueue_frame(self: &Arc<Self>, framed: &Bytes) -> SendStatus {
+        let (status, wake) = if framed.len() <= COPY_FRAMES_UP_TO {
+            self.outbound.push_frame_copy(framed)
+        } else {
+            self.outbound
+                .push(OutItem::Frame(framed.clone()), framed.len())
+        };
+        self.woken(wake);
+        status
+    }
+
+    /// Queue a message for this connection alone, framed for its kind.
+    pub fn send_message(self: &Arc<Self>, payload: &[u8], binary: bool) -> SendStatus {
+        let (status, wake) = match self.kind {
+            ConnectionKind::WebSocket | ConnectionKind::RpcWebSocket => {
+                self.outbound.push_message(payload, binary)
+            }
+            ConnectionKind::WebSocketDeflate => {
+                return self.enqueue_to_compress(Bytes::copy_from_slice(payload), binary);
+            }
+            // Protocol frames, already framed by the worker's peer.
+            ConnectionKind::RpcStream => self.outbound.push_frame_copy(payload),
+        };
+        self.woken(wake);
+        status
+    }
+
+    /// Queue a payload for a compressing connection, which compresses and
+    /// frames it itself with its own deflate context.
+    pub fn enqueue_to_compress(self: &Arc<Self>, payload: Bytes, binary: bool) -> SendStatus {
+        let len = payload.len();
+        self.enqueue(OutItem::Message { payload, binary }, len)
+    }
+
+    /// Wake the connection's thread now, or at the outermost `uncork`.
+    fn woken(self: &Arc<Self>, wake: bool) {
+        if wake && !cork::defer(self) {
+            self.outbound.wake();
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The HTTP/1.1 phase of a connection on an HTTP listener, as decisions
+//! apart from the socket: a request head either gets a response (a static
+//! route, 404, 405, 426, or a rejection with its status) or becomes a
+//! WebSocket upgrade, possibly after the route's `upgrade` hook agrees. The
+//! driver reads the head and writes what is decided (`driver.rs`).
+
+use switchboard_proto::http::{
+    accept_key, error_response, parse_request_head, switching_protocols_response, validate_upgrade,
+    HandshakeError, HeadLimits, RequestHead,
+};
+use switchboard_proto::ws::deflate::{self, DeflateParams};
+
+use crate::config::{RouteConfig, ServerConfig};
+use crate::connection::ConnectionKind;
+use crate::errors::{self, Failure};
+use crate::events::{Record, TlsRecord, Transport};
+use crate::session::Accepted;
+use crate::state::UpgradeDecision;
+use crate::tls::TlsInfo;
+
+/// A complete HTTP response to write before closing.
+pub(crate) struct Response {
+    pub bytes: Vec<u8>,
+    /// A refusal (counted in `handshakesRejected`), not a served page.
+    pub rejected: bool,
+}
+
+impl Response {
+    pub(crate) fn failure(failure: Failure, headers: &[(&str, &str)]) -> Self {
+        Self {
+            bytes: error_response(failure.status, &failure.reason(), headers),
+            rejected: true,
+        }
+    }
+
+    fn handshake_error(error: HandshakeError) -> Self {
+        let reason = format!("{}: {}", error.code(), error);
+        Self {
+            bytes: error_response(error.status(), &reason, error.extra_headers()),
+            rejected: true,
+        }
+    }
+
+    /// A refusal with a status and reason of the `upgrade` hook's choosing.
+    pub(crate) fn rejection(status: u16, reason: &str) -> Self {
+        Self {
+            bytes: error_response(status, reason, &[]),
+            rejected: true,
+        }
+    }
+}
+
+/// Read a request head from the start of `buffer`: `Ok(None)` while it is
+/// incomplete; the head and the bytes it took once complete; the response
+/// that refuses it when it is malformed or too large.
+pub(crate) fn parse_head(
+    buffer: &[u8],
+    config: &ServerConfig,
+) -> Result<Option<(RequestHead, usize)>, Response> {
+    let limits = HeadLimits {
+        max_head_bytes: config.max_head_bytes,
+        ..HeadLimits::default()
+    };
+    parse_request_head(buffer, &limits).map_err(Response::handshake_error)
+}
+
+/// What to do with a request.
+pub(crate) enum Decision {
+    Respond(Response),
+    Upgrade(Box<Upgrade>),
+}
+
+/// A valid upgrade request for a route, waiting to be accepted.
+pub(crate) struct Upgrade {
+    pub route: usize,
+    /// Whether the route's `upgrade` hook decides first.
+    pub ask_hook: bool,
+    head: RequestHead,
+    key: String,
+    protocol: String,
+    extensions: String,
+    deflate: Option<DeflateParams>,
+    rpc: bool,
+}
+
+/// Decide what a request gets.
+pub(crate) fn decide(head: RequestHead, config: &ServerConfig) -> Decision {
+    if head.header("upgrade").is_none() {
+        return Decision::Respond(serve_plain(&head, config));
+    }
+    let Some((route_index, route)) = config
+        .routes
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.matches(&head.path))
+    else {
+        return Decision::Respond(Response::failure(errors::WS_NO_ROUTE, &[]));
+    };
+    let request = match validate_upgrade(&head) {
+        Ok(request) => request,
+        Err(error) => return Decision::Respond(Response::handshake_error(error)),
+    };
+    if !origin_allowed(route, request.origin.as_deref()) {
+        return Decision::Respond(Response::failure(errors::WS_ORIGIN_REJECTED, &[]));
+    }
+    let protocol = choose_protocol(route, &request.protocols).unwrap_or_default();
+    let (deflate, extensions) = match &route.compression {
+        Some(config) => {
+            let offers: Vec<&str> = request.extensions.iter().map(String::as_str).collect();
+            match deflate::negotiate(&offers, config) {
+                Ok(Some((params, response))) => (Some(params), response),
+                Ok(None) => (None, String::new()),
+                Err(_) => {
+                    let error = HandshakeError::BadExtensions;
+                    return Decision::Respond(Response::handshake_error(error));
+                }
+            }
+        }
+        None => (None, String::new()),
+    };
+    Decision::Upgrade(Box::new(Upgrade {
+        route: route_index,
+        ask_hook: route.has_upgrade_hook,
+        key: request.key,
+        protocol,
+        extensions,
+        deflate,
+        rpc: route.rpc,
+        head,
+    }))
+}
+
+impl Upgrade {
+    /// The `UPGRADE` event that asks the route's hook.
+    pub(crate) fn hook_record<'a>(
+        &'a self,
+        id: u64,
+        remote: &'a str,
+        tls: Option<&'a TlsInfo>,
+    ) -> Record<'a> {
+        Record::Upgrade {
+            id,
+            route: self.route as u16,
+            remote,
+            path: &self.head.path,
+            query: self.head.query.as_deref().unwrap_or(""),
+            tls: tls.map(TlsRecord::from),
+            headers: self
+                .head
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str()))
+                .collect(),
+        }
+    }
+
+    /// Apply the hook's decision: the `101` and what the session starts
+    /// with, or the refusal.
+    pub(crate) fn accept(
+        mut self,
+        decision: UpgradeDecision,
+        id: u64,
+        worker: usize,
+        remote: String,
+        tls: Option<TlsInfo>,
+    ) -> Result<(Vec<u8>, Accepted), Response> {
+        match decision {
+            UpgradeDecision::Accept { protocol: chosen } => {
+                if let Some(chosen) = chosen {
+                    self.protocol = chosen;
+                }
+            }
+            UpgradeDecision::Reject { status, reason } => {
+                return Err(Response::rejection(status, &reason));
+            }
+        }
+        let response = switching_protocols_response(
+            &accept_key(&self.key),
+            (!self.protocol.is_empty()).then_some(self.protocol.as_str()),
+            (!self.extensions.is_empty()).then_some(self.extensions.as_str()),
+        );
+        let kind = if self.rpc && self.protocol == switchboard_proto::wire::SUBPROTOCOL {
+            ConnectionKind::RpcWebSocket
+        } else if self.deflate.is_some() {
+            ConnectionKind::WebSocketDeflate
+        } else {
+            ConnectionKind::WebSocket
+        };
+        Ok((
+            response,
+            Accepted {
+                id,
+                worker,
+                kind,
+                route: Some(self.route),
+                transport: Transport::WebSocket,
+                remote,
+                protocol: self.protocol,
+                extensions: self.extensions,
+                deflate: self.deflate,
+                tls,
+            },
+        ))
+    }
+}
+
+fn origin_allowed(route: &RouteConfig, origin: Option<&str>) -> bool {
+    route.allowed_origins.is_empty()
+        || origin.is_some_and(|o| route.allowed_origins.iter().any(|a| a == o))
+}
+
+/// The first protocol in the client's list that the route speaks.
+fn choose_protocol(route: &RouteConfig, offered: &[String]) -> Option<String> {
+    offered
+        .iter()
+        .find(|p| route.protocols.iter().any(|ours| ours == *p))
+        .cloned()
+}
+
+/// A request without `Upgrade`: a static route, or 404 / 405 / 426.
+fn serve_plain(head: &RequestHead, config: &ServerConfig) -> Response {
+    let found = config.static_routes.iter().find(|r| r.path == head.path);
+    match found {
+        Some(route) if head.method == "GET" || head.method == "HEAD" => {
+            let mut bytes = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
+                route.content_type,
+                route.body.len()
+            )
+            .into_bytes();
+            if head.method == "GET" {
+                bytes.extend_from_slice(&route.body);
+            }
+            Response {
+                bytes,
+                rejected: false,
+            }
+        }
+        Some(_) => Response::failure(errors::HTTP_METHOD_NOT_ALLOWED, &[("Allow", "GET, HEAD")]),
+        None if config.routes.iter().any(|r| r.matches(&head.path)) => {
+            Response::failure(errors::WS_UPGRADE_REQUIRED, &[("Upgrade", "websocket")])
+        }
+        None => Response::failure(errors::HTTP_NOT_FOUND, &[]),
+    }
+}

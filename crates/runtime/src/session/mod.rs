@@ -1,0 +1,621 @@
+//! The session of one open connection, as a state machine apart from its
+//! socket (the shape of tungstenite's `WebSocketContext`): it is fed the
+//! bytes that arrived, what other threads queued, shutdown and the time,
+//! and it answers with frames to write (its [`WriteQueue`]), events for the
+//! connection's worker, and its next deadline. A thin loop drives it over
+//! a socket (`driver.rs`); the unit tests drive it with no socket at all.
+//!
+//! One session serves every [`ConnectionKind`]: WebSocket (with or without
+//! permessage-deflate), and the Switchboard protocol on a byte stream or in
+//! WebSocket binary messages. Only what is read and how it is framed
+//! differs (`websocket.rs`, `rpc.rs`).
+//!
+//! Memory of an idle connection: the decoders own no buffer until a partial
+//! frame arrives, reads go into one buffer per I/O thread, and the write
+//! side holds only what is queued.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use switchboard_proto::ws::deflate::{Compressor, Decompressor, DeflateParams};
+use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
+
+mod rpc;
+pub(crate) mod rpc_reader;
+mod timers;
+mod websocket;
+mod writes;
+
+#[cfg(test)]
+mod tests;
+
+use crate::connection::{Connection, ConnectionKind};
+use crate::errors::{self, Failure};
+use crate::events::{EventQueue, Record, TlsRecord, Transport, NO_ROUTE};
+use crate::outbound::{Eviction, OutItem, Outbound};
+use crate::state::ServerState;
+use crate::stats;
+use crate::tls::TlsInfo;
+use rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
+use timers::Liveness;
+use writes::WriteQueue;
+
+/// A connection the handshake (or an RPC listener) let in, as the session
+/// starts it.
+pub(crate) struct Accepted {
+    pub id: u64,
+    pub worker: usize,
+    pub kind: ConnectionKind,
+    /// The WebSocket route; none for an RPC listener.
+    pub route: Option<usize>,
+    pub transport: Transport,
+    pub remote: String,
+    /// The negotiated subprotocol and extensions (WebSocket).
+    pub protocol: String,
+    pub extensions: String,
+    pub deflate: Option<DeflateParams>,
+    /// What the TLS handshake settled, when it is already done (HTTP over
+    /// TLS reads its request head after it); an RPC stream over TLS learns
+    /// it with its first bytes (see [`Session::wants_tls_info`]).
+    pub tls: Option<TlsInfo>,
+}
+
+/// Where the connection stands. One enum instead of a set of flags
+/// (`close_sent`, `close_received`, `finished_reading`, `draining`), so a
+/// combination that makes no sense cannot be represented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// The Switchboard protocol before the client's HELLO is accepted; it
+    /// must arrive by `deadline`.
+    Handshake {
+        deadline: Instant,
+    },
+    Open,
+    /// The protocol after our graceful GO_AWAY: calls in flight complete
+    /// until the peer closes, or the deadline passes.
+    Draining {
+        deadline: Instant,
+    },
+    /// Our last frame (a close frame, or a final GO_AWAY) is queued and
+    /// nothing is written after it. `reading`: a WebSocket reads on for the
+    /// peer's close frame; after an error, or on a protocol stream, nothing
+    /// more is read. The connection ends at `deadline` at the latest.
+    Closing {
+        deadline: Instant,
+        reading: bool,
+    },
+    /// The peer's close frame arrived (and ours is queued or out): done
+    /// once the writes are out.
+    Closed,
+}
+
+/// What the driver does after feeding an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Continue,
+    /// Drop the connection now: nothing more is written.
+    End,
+}
+
+/// The decoder of the session's kind.
+enum Reader {
+    /// Boxed: the WebSocket decoder's inline buffers (~480 bytes) would
+    /// otherwise size every protocol stream's session too.
+    WebSocket(Box<Decoder>),
+    /// The protocol's frames inside WebSocket binary messages.
+    RpcWebSocket(Box<Decoder>, RpcReader),
+    RpcStream(RpcReader),
+}
+
+/// What `RPC_OPEN` reports, kept until the HELLO arrives.
+struct Opening {
+    route: u16,
+    transport: Transport,
+    remote: String,
+    tls: Option<TlsInfo>,
+    /// TLS on a byte stream: the handshake results are taken with the first
+    /// plaintext, which comes after the handshake.
+    tls_pending: bool,
+}
+
+pub(crate) struct Session {
+    reader: Reader,
+    machine: Machine,
+}
+
+/// Everything but the decoder, so the decoder's callback can borrow it.
+pub(crate) struct Machine {
+    connection: Arc<Connection>,
+    server: Arc<ServerState>,
+    queue: Arc<EventQueue>,
+    phase: Phase,
+    route: Option<u16>,
+    writes: WriteQueue,
+    liveness: Liveness,
+    compressor: Option<Box<Compressor>>,
+    /// The code and reason the `close` event reports: the first decided
+    /// (a close frame, an error, a GO_AWAY), unless a termination overrides.
+    outcome: Option<(u16, String)>,
+    /// The highest call id of the peer's (the last call id of a GO_AWAY).
+    peer_last_call_id: u64,
+    opening: Option<Box<Opening>>,
+}
+
+impl Session {
+    /// Open the session: the connection becomes reachable by other threads,
+    /// and a WebSocket's worker hears `OPEN` (a protocol connection's hears
+    /// `RPC_OPEN` once its HELLO is accepted).
+    pub(crate) fn start(accepted: Accepted, server: Arc<ServerState>, now: Instant) -> Self {
+        let config = &server.config;
+        let route = accepted.route.map(|i| &config.routes[i]);
+        let rpc = &config.rpc;
+        let kind = accepted.kind;
+        let (max_backpressure, slow_consumer) = match route {
+            Some(route) if !kind.is_rpc() => (route.max_backpressure, route.slow_consumer),
+            // A protocol connection never drops a frame (see `RpcConfig`),
+            // and the protocol's own limit applies: the client's credit
+            // lets us queue a whole window, which may pass the route's.
+            Some(route) => (
+                route.max_backpressure.max(rpc.max_backpressure),
+                crate::SlowConsumerPolicy::Close,
+            ),
+            None => (rpc.max_backpressure, crate::SlowConsumerPolicy::Close),
+        };
+        let connection = Arc::new(Connection {
+            id: accepted.id,
+            worker: accepted.worker,
+            kind,
+            outbound: Outbound::new(max_backpressure, slow_consumer),
+        });
+        server.register(&connection);
+        let queue = server.queues[accepted.worker].clone();
+        let route_index = accepted.route.map(|i| i as u16);
+        if !kind.is_rpc() {
+            queue.push(&Record::Open {
+                id: accepted.id,
+                route: route_index.unwrap_or(NO_ROUTE),
+                remote: &accepted.remote,
+                protocol: &accepted.protocol,
+                extensions: &accepted.extensions,
+                tls: accepted.tls.as_ref().map(TlsRecord::from),
+            });
+        }
+        let max_frame_size = rpc.settings.max_frame_size as usize;
+        let websocket_decoder = |max_payload_length: usize| {
+            let route = route.expect("a WebSocket session always has a route");
+            let mut decoder = Decoder::new(DecoderConfig {
+                max_payload_length,
+                max_fragments: route.max_fragments,
+                role: Role::Server,
+            });
+            if let Some(params) = &accepted.deflate {
+                decoder.set_decompressor(Decompressor::new(params, Role::Server));
+            }
+            Box::new(decoder)
+        };
+        let reader = match kind {
+            ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
+                Reader::WebSocket(websocket_decoder(route.map_or(0, |r| r.max_payload_length)))
+            }
+            // A protocol client may send any frame our WELCOME allows, and a
+            // message holds whole frames (docs/protocol.md §2).
+            ConnectionKind::RpcWebSocket => Reader::RpcWebSocket(
+                websocket_decoder(
+                    route
+                        .map_or(0, |r| r.max_payload_length)
+                        .max(max_frame_size + MAX_HEADER_BYTES)
+                        .max(MAX_BATCH_BYTES),
+                ),
+                RpcReader::new(max_frame_size),
+            ),
+            ConnectionKind::RpcStream => Reader::RpcStream(RpcReader::new(max_frame_size)),
+        };
+        let phase = if kind.is_rpc() {
+            Phase::Handshake {
+                deadline: now + config.handshake_timeout,
+            }
+        } else {
+            Phase::Open
+        };
+        let opening = kind.is_rpc().then(|| {
+            Box::new(Opening {
+                route: route_index.unwrap_or(NO_ROUTE),
+                transport: accepted.transport,
+                tls_pending: accepted.transport == Transport::Tls && accepted.tls.is_none(),
+                remote: accepted.remote,
+                tls: accepted.tls,
+            })
+        });
+        Self {
+            reader,
+            machine: Machine {
+                compressor: accepted
+                    .deflate
+                    .as_ref()
+                    .map(|params| Box::new(Compressor::new(params, Role::Server))),
+                connection,
+                queue,
+                phase,
+                route: route_index,
+                writes: WriteQueue::default(),
+                liveness: Liveness::new(now),
+                outcome: None,
+                peer_last_call_id: 0,
+                opening,
+                server,
+            },
+        }
+    }
+
+    pub(crate) fn connection(&self) -> &Arc<Connection> {
+        &self.machine.connection
+    }
+
+    pub(crate) fn server(&self) -> &Arc<ServerState> {
+        &self.machine.server
+    }
+
+    #[cfg(test)]
+    pub(crate) fn phase(&self) -> Phase {
+        self.machine.phase
+    }
+
+    /// Bytes that arrived (`bytes` may be unmasked in place).
+    pub(crate) fn on_bytes(&mut self, bytes: &mut [u8], now: Instant) {
+        let machine = &mut self.machine;
+        if !machine.wants_read() {
+            return;
+        }
+        machine.liveness.heard(now);
+        stats::add(&machine.server.stats.bytes_in, bytes.len() as u64);
+        match &mut self.reader {
+            Reader::WebSocket(decoder) => {
+                let outcome = decoder.feed(bytes, |event| machine.on_websocket(event));
+                if let Err(error) = outcome {
+                    machine.websocket_failed(error.close_code(), error.code(), now);
+                }
+            }
+            Reader::RpcWebSocket(decoder, reader) => {
+                let outcome =
+                    decoder.feed(bytes, |event| machine.on_rpc_message(event, reader, now));
+                if let Err(error) = outcome {
+                    machine.websocket_failed(error.close_code(), error.code(), now);
+                }
+            }
+            Reader::RpcStream(reader) => {
+                if let Err(error) = reader.feed(bytes, &mut |event| machine.on_rpc(event)) {
+                    machine.rpc_failed(error, now);
+                }
+            }
+        }
+    }
+
+    /// The peer closed its side (or reading failed).
+    pub(crate) fn on_eof(&mut self) -> Step {
+        self.machine.on_eof()
+    }
+
+    /// What other threads queued, and the eviction they asked for.
+    pub(crate) fn on_outbound(
+        &mut self,
+        items: &mut VecDeque<OutItem>,
+        eviction: Option<Eviction>,
+        now: Instant,
+    ) -> Step {
+        self.machine.on_outbound(items, eviction, now)
+    }
+
+    /// The server begins a graceful shutdown.
+    pub(crate) fn on_shutdown(&mut self, now: Instant) {
+        self.machine.go_away(now);
+    }
+
+    /// The drain timeout passed: the connection ends now; returns what its
+    /// close event reports.
+    pub(crate) fn on_force(&mut self) -> (u16, String) {
+        self.machine.outcome.take().unwrap_or_else(|| {
+            (
+                errors::SERVER_SHUTDOWN.status,
+                errors::SERVER_SHUTDOWN.code.into(),
+            )
+        })
+    }
+
+    /// A deadline may have passed.
+    pub(crate) fn on_deadline(&mut self, now: Instant) -> Step {
+        self.machine.on_deadline(now)
+    }
+
+    /// The earliest time [`Session::on_deadline`] has something to do.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.machine.next_deadline()
+    }
+
+    /// Whether the session reads more input.
+    pub(crate) fn wants_read(&self) -> bool {
+        self.machine.wants_read()
+    }
+
+    /// Whether frames wait to be written.
+    pub(crate) fn wants_write(&self) -> bool {
+        !self.machine.writes.is_empty()
+    }
+
+    /// Write what is queued through `write` (a vectored, non-blocking write
+    /// that returns how much it took); `Ok` also when the socket is full.
+    pub(crate) fn flush(
+        &mut self,
+        write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+    ) -> io::Result<()> {
+        self.machine.flush(write)
+    }
+
+    /// The closing is complete: nothing more to read or write.
+    pub(crate) fn is_done(&self) -> bool {
+        let machine = &self.machine;
+        machine.writes.is_empty()
+            && matches!(
+                machine.phase,
+                Phase::Closed | Phase::Closing { reading: false, .. }
+            )
+    }
+
+    /// After the last frame: whether to read on (discarding) until the peer
+    /// closes, so unread input does not turn our close into a reset. Not
+    /// needed once the peer's own close frame arrived.
+    pub(crate) fn needs_linger(&self) -> bool {
+        self.machine.phase != Phase::Closed
+    }
+
+    /// Whether the driver should hand over the TLS handshake's results (a
+    /// protocol stream over TLS, before its HELLO).
+    pub(crate) fn wants_tls_info(&self) -> bool {
+        self.machine
+            .opening
+            .as_ref()
+            .is_some_and(|opening| opening.tls_pending)
+    }
+
+    pub(crate) fn set_tls_info(&mut self, info: TlsInfo) {
+        if let Some(opening) = &mut self.machine.opening {
+            opening.tls = Some(info);
+            opening.tls_pending = false;
+        }
+    }
+
+    /// The connection is over: it leaves the server's table and its
+    /// channels, and its worker hears `CLOSE` with `outcome` (what was
+    /// decided, else the fallback given).
+    pub(crate) fn finish(mut self, fallback: (u16, String)) {
+        let (code, reason) = self.machine.outcome.take().unwrap_or(fallback);
+        self.machine
+            .server
+            .unregister(&self.machine.connection, code, &reason);
+    }
+}
+
+impl Machine {
+    fn config(&self) -> &crate::ServerConfig {
+        &self.server.config
+    }
+
+    fn kind(&self) -> ConnectionKind {
+        self.connection.kind
+    }
+
+    fn wants_read(&self) -> bool {
+        !matches!(
+            self.phase,
+            Phase::Closed | Phase::Closing { reading: false, .. }
+        )
+    }
+
+    fn is_closing(&self) -> bool {
+        matches!(self.phase, Phase::Closing { .. } | Phase::Closed)
+    }
+
+    fn close_deadline(&self, now: Instant) -> Instant {
+        now + self.config().close_timeout
+    }
+
+    fn on_eof(&mut self) -> Step {
+        match self.phase {
+            // Our close is queued: finish writing it, read no more.
+            Phase::Closing { deadline, .. } => {
+                self.outcome.get_or_insert((1006, String::new()));
+                self.phase = Phase::Closing {
+                    deadline,
+                    reading: false,
+                };
+                Step::Continue
+            }
+            Phase::Closed => Step::Continue,
+            // The peer vanished without a closing handshake; a protocol
+            // stream has none: the end of its stream is a normal close.
+            _ => {
+                let code = if self.kind() == ConnectionKind::RpcStream {
+                    1000
+                } else {
+                    1006
+                };
+                self.outcome.get_or_insert((code, String::new()));
+                Step::End
+            }
+        }
+    }
+
+    fn on_outbound(
+        &mut self,
+        items: &mut VecDeque<OutItem>,
+        eviction: Option<Eviction>,
+        now: Instant,
+    ) -> Step {
+        match eviction {
+            Some(Eviction::Terminate) => {
+                self.outcome = Some((1006, "terminated".into()));
+                return Step::End;
+            }
+            Some(Eviction::SlowConsumer) => self.fail(errors::WS_SLOW_CONSUMER, now),
+            Some(Eviction::WorkerDied) => self.fail(errors::WORKER_DIED, now),
+            None => {}
+        }
+        for item in items.drain(..) {
+            self.on_item(item, now);
+        }
+        Step::Continue
+    }
+
+    fn on_item(&mut self, item: OutItem, now: Instant) {
+        if self.is_closing() {
+            // Nothing follows our last frame on the wire.
+            self.connection.outbound.written(item.counted_bytes());
+            return;
+        }
+        match item {
+            OutItem::Frame(frame) => self.writes.push_counted(frame),
+            OutItem::Coalesced(frames) => self.writes.push_counted(frames.freeze()),
+            OutItem::Message { payload, binary } => {
+                // Counted as payload bytes at enqueue; recounted as framed.
+                self.connection.outbound.written(payload.len());
+                let frame = self.compress(&payload, binary);
+                self.push_frame(frame);
+            }
+            OutItem::Close { code, reason } => self.send_close(code, &reason, now),
+        }
+    }
+
+    /// Queue a frame of the session's own (a reply, a close frame).
+    fn push_frame(&mut self, frame: bytes::Bytes) {
+        self.writes.push_own(frame, &self.connection.outbound);
+    }
+
+    /// Close because of an error: drop what is queued, say why, read no
+    /// more.
+    fn fail(&mut self, failure: Failure, now: Instant) {
+        self.fail_with(failure.status, failure.code, now);
+    }
+
+    fn fail_with(&mut self, code: u16, reason: &str, now: Instant) {
+        if !self.is_closing() {
+            self.writes.drop_unsent(&self.connection.outbound);
+            self.send_close(code, reason, now);
+        }
+        self.stop_reading();
+    }
+
+    fn stop_reading(&mut self) {
+        if let Phase::Closing { deadline, .. } = self.phase {
+            self.phase = Phase::Closing {
+                deadline,
+                reading: false,
+            };
+        }
+    }
+
+    /// Close from our side. A protocol connection first gets a GO_AWAY whose
+    /// code is the reason's `ERR_*` code; a protocol stream then just ends
+    /// (it has no closing handshake), a WebSocket starts its closing
+    /// handshake.
+    fn send_close(&mut self, code: u16, reason: &str, now: Instant) {
+        if self.is_closing() {
+            return;
+        }
+        if self.kind().is_rpc() {
+            let rpc_code = reason.split(':').next().filter(|c| c.starts_with("ERR_"));
+            self.push_go_away(rpc_code.unwrap_or(errors::GOING_AWAY.code), reason);
+            if self.kind() == ConnectionKind::RpcStream {
+                self.last_frame_queued(code, reason, now);
+                return;
+            }
+        }
+        self.close_websocket(code, reason, now);
+    }
+
+    /// A protocol stream's last frame (a GO_AWAY) is queued: nothing more is
+    /// written or read, and a peer that does not take it gets
+    /// `close_timeout` before the connection is dropped.
+    fn last_frame_queued(&mut self, code: u16, reason: &str, now: Instant) {
+        self.phase = Phase::Closing {
+            deadline: self.close_deadline(now),
+            reading: false,
+        };
+        self.outcome.get_or_insert((code, reason.to_owned()));
+    }
+
+    /// The server is shutting down. A WebSocket (either kind) starts its
+    /// closing handshake; a protocol stream gets a GO_AWAY and drains: its
+    /// calls in flight complete until the peer closes or the close timeout.
+    fn go_away(&mut self, now: Instant) {
+        if !matches!(self.phase, Phase::Open | Phase::Handshake { .. }) {
+            return;
+        }
+        match self.kind() {
+            ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
+                self.send_close(1001, "server shutting down", now);
+            }
+            ConnectionKind::RpcStream | ConnectionKind::RpcWebSocket => {
+                self.push_go_away(errors::GOING_AWAY.code, "server shutting down");
+                self.phase = Phase::Draining {
+                    deadline: self.close_deadline(now),
+                };
+                self.outcome
+                    .get_or_insert((errors::GOING_AWAY.status, errors::GOING_AWAY.code.into()));
+            }
+        }
+    }
+
+    fn flush(&mut self, write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>) -> io::Result<()> {
+        let outbound = &self.connection.outbound;
+        let all_written = self.writes.flush(write, outbound, &self.server.stats)?;
+        outbound.set_congested(!all_written);
+        if all_written && outbound.take_drain_wanted() && !self.is_closing() {
+            self.queue.push(&Record::Drain {
+                id: self.connection.id,
+            });
+        }
+        Ok(())
+    }
+
+    /// Count one message in.
+    fn count_message_in(&self) {
+        stats::add(&self.server.stats.messages_in, 1);
+        stats::add(
+            &self.server.worker_stats[self.connection.worker].messages_in,
+            1,
+        );
+    }
+
+    fn deliver(&mut self, payload: &[u8], binary: bool) {
+        self.count_message_in();
+        self.queue.push(&Record::Message {
+            id: self.connection.id,
+            binary,
+            payload,
+        });
+    }
+
+    /// A binary message in its own buffer, handed to the worker as it is.
+    fn deliver_owned(&mut self, payload: Vec<u8>) {
+        self.count_message_in();
+        self.queue.push_owned(self.connection.id, true, payload);
+    }
+
+    /// The idle timeout and ping interval of this connection.
+    fn heartbeat(&self) -> (Duration, Duration) {
+        match (self.kind(), self.route) {
+            // The protocol's heartbeat (§4): ping after one quiet interval,
+            // give up after two.
+            (ConnectionKind::RpcStream, _) | (_, None) => {
+                let interval =
+                    Duration::from_millis(u64::from(self.config().rpc.settings.heartbeat_ms));
+                (interval * 2, interval)
+            }
+            (_, Some(route)) => {
+                let route = &self.config().routes[route as usize];
+                (route.idle_timeout, route.ping_interval)
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! What a WebSocket session reads and how it frames its own messages: data
+//! messages for the worker (or, on a protocol route, the protocol's frames
+//! inside binary messages), control frames, and the closing handshake.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use switchboard_proto::wire::WireError;
+use switchboard_proto::ws::encoder::close_payload;
+use switchboard_proto::ws::{Event, Flow, OpCode};
+
+use super::rpc_reader::RpcReader;
+use super::{Machine, Phase};
+use crate::errors;
+use crate::framing;
+use crate::stats;
+
+impl Machine {
+    /// An event of a plain WebSocket.
+    pub(super) fn on_websocket(&mut self, event: Event<'_>) -> Flow {
+        match event {
+            Event::Text(payload) => self.deliver(payload, false),
+            Event::Binary(payload) => self.deliver(payload, true),
+            control => return self.on_control(control),
+        }
+        Flow::Continue
+    }
+
+    /// An event of a WebSocket that carries the protocol: each binary
+    /// message holds whole frames (docs/protocol.md §2).
+    pub(super) fn on_rpc_message(
+        &mut self,
+        event: Event<'_>,
+        reader: &mut RpcReader,
+        now: Instant,
+    ) -> Flow {
+        match event {
+            Event::Binary(payload) => {
+                let outcome = reader
+                    .feed(payload, &mut |event| self.on_rpc(event))
+                    .and_then(|()| {
+                        if reader.at_boundary() {
+                            Ok(())
+                        } else {
+                            Err(WireError::Malformed(
+                                "a WebSocket message ended inside a frame",
+                            ))
+                        }
+                    });
+                if let Err(error) = outcome {
+                    self.rpc_failed(error, now);
+                    return Flow::Stop;
+                }
+                Flow::Continue
+            }
+            Event::Text(_) => {
+                let failure = errors::PROTOCOL_TEXT_MESSAGE;
+                self.websocket_failed(failure.status, failure.code, now);
+                Flow::Stop
+            }
+            control => self.on_control(control),
+        }
+    }
+
+    /// Control frames, the same in both WebSocket kinds.
+    fn on_control(&mut self, event: Event<'_>) -> Flow {
+        match event {
+            Event::Text(_) | Event::Binary(_) => {}
+            Event::Ping(payload) => {
+                if !self.is_closing() {
+                    // Past the backpressure limit only the latest ping is
+                    // answered: a client that pings and never reads costs
+                    // one pong, not one per ping.
+                    let pong = framing::frame_control(OpCode::Pong, payload);
+                    self.writes.push_pong(pong, &self.connection.outbound);
+                }
+            }
+            Event::Pong(_) => {}
+            Event::Close(frame) => {
+                let code = frame.code.unwrap_or(1005);
+                if !self.is_closing() {
+                    // Echo the peer's code, as RFC 6455 §5.5.1 suggests.
+                    let payload = match frame.code {
+                        Some(code) => close_payload(code, ""),
+                        None => Vec::new(),
+                    };
+                    self.push_frame(framing::frame_control(OpCode::Close, &payload));
+                    self.outcome = Some((code, frame.reason.to_owned()));
+                }
+                self.phase = Phase::Closed;
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// The peer broke the WebSocket protocol: close with the error's code,
+    /// read no more.
+    pub(super) fn websocket_failed(&mut self, code: u16, reason: &str, now: Instant) {
+        stats::add(&self.server.stats.protocol_errors, 1);
+        self.fail_with(code, reason, now);
+    }
+
+    /// Begin the WebSocket closing handshake from our side.
+    pub(super) fn close_websocket(&mut self, code: u16, reason: &str, now: Instant) {
+        self.push_frame(framing::frame_control(
+            OpCode::Close,
+            &close_payload(code, reason),
+        ));
+        self.phase = Phase::Closing {
+            deadline: self.close_deadline(now),
+            reading: true,
+        };
+        self.outcome.get_or_insert((code, reason.to_owned()));
+    }
+
+    /// Frame a message this connection sends alone, compressed when it
+    /// negotiated permessage-deflate and the message reaches the threshold.
+    pub(super) fn compress(&mut self, payload: &[u8], binary: bool) -> Bytes {
+        let threshold = self.route.map_or(0, |route| {
+            self.config().routes[route as usize]
+                .compression
+                .as_ref()
+                .map_or(0, |c| c.threshold)
+        });
+        let mut compressed = Vec::new();
+        let deflated = match &mut self.compressor {
+            Some(compressor) if payload.len() >= threshold => {
+                compressor.compress(payload, &mut compressed).is_ok()
+            }
+            _ => false,
+        };
+        // A compressor failure (a zlib internal error) falls back to
+        // sending the message uncompressed, which is always legal.
+        if deflated {
+            framing::frame_compressed(&compressed, binary)
+        } else {
+            framing::frame_message(payload, binary)
+        }
+    }
+}

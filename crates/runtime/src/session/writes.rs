@@ -1,0 +1,216 @@
+//! The frames a session has ready for the wire, in order, and the
+//! vectored flush. Every byte here is counted in the connection's
+//! `Outbound::buffered` (what `bufferedAmount` and the backpressure limit
+//! see) until it is written or dropped.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+
+use bytes::{Buf, Bytes};
+
+use crate::outbound::Outbound;
+use crate::stats::{self, Stats};
+
+/// Most buffers handed to one vectored write (Linux's IOV_MAX is 1024; 64
+/// already amortises the syscall).
+const MAX_IO_SLICES: usize = 64;
+
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    frames: VecDeque<Bytes>,
+    /// The front of `frames` is partly written: the peer already has its
+    /// first bytes, so it must go out whole before anything else.
+    front_partial: bool,
+    /// A pong not yet in `frames`, owed once pongs no longer fit under the
+    /// connection's backpressure limit. A newer ping replaces it, so a peer
+    /// that pings and does not read costs one pong, not one per ping.
+    pong: Option<Bytes>,
+}
+
+impl WriteQueue {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.frames.is_empty() && self.pong.is_none()
+    }
+
+    /// Queue a frame already counted in `buffered` (it came through the
+    /// outbound queue).
+    pub(crate) fn push_counted(&mut self, frame: Bytes) {
+        self.frames.push_back(frame);
+    }
+
+    /// Queue a frame of the session's own (a reply, a close frame).
+    pub(crate) fn push_own(&mut self, frame: Bytes, outbound: &Outbound) {
+        outbound.account(frame.len());
+        self.frames.push_back(frame);
+    }
+
+    /// Answer a ping. While the connection keeps up every ping gets its
+    /// pong, in order; past its backpressure limit only the latest is owed
+    /// (RFC 6455 §5.5.3 allows it), replacing one still waiting.
+    pub(crate) fn push_pong(&mut self, pong: Bytes, outbound: &Outbound) {
+        if self.pong.is_none() && outbound.buffered() + pong.len() <= outbound.max_backpressure() {
+            self.push_own(pong, outbound);
+            return;
+        }
+        outbound.account(pong.len());
+        if let Some(old) = self.pong.replace(pong) {
+            outbound.written(old.len());
+        }
+    }
+
+    /// Drop every frame not yet on the wire, except one already partly
+    /// written: the frame after it would be read as the rest of its
+    /// payload.
+    pub(crate) fn drop_unsent(&mut self, outbound: &Outbound) {
+        let keep = usize::from(self.front_partial);
+        let dropped: usize = self.frames.drain(keep..).map(|f| f.len()).sum::<usize>()
+            + self.pong.take().map_or(0, |p| p.len());
+        outbound.written(dropped);
+    }
+
+    /// Write without waiting through `write`; returns whether everything
+    /// went out (`Ok(false)`: the socket is full).
+    pub(crate) fn flush(
+        &mut self,
+        mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+        outbound: &Outbound,
+        stats: &Stats,
+    ) -> io::Result<bool> {
+        if let Some(pong) = self.pong.take() {
+            // Ahead of everything but a frame already on its way.
+            let at = usize::from(self.front_partial).min(self.frames.len());
+            self.frames.insert(at, pong);
+        }
+        while !self.frames.is_empty() {
+            // On the stack: a flush allocates nothing.
+            let mut slices = [IoSlice::new(&[]); MAX_IO_SLICES];
+            let mut count = 0;
+            for (slot, bytes) in slices.iter_mut().zip(self.frames.iter()) {
+                *slot = IoSlice::new(bytes);
+                count += 1;
+            }
+            match write(&slices[..count]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    outbound.written(n);
+                    stats::add(&stats.bytes_out, n as u64);
+                    self.advance(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Forget the first `n` bytes, which are on the wire.
+    fn advance(&mut self, mut n: usize) {
+        while n > 0 {
+            let front = self.frames.front_mut().expect("wrote more than queued");
+            if n >= front.len() {
+                n -= front.len();
+                self.frames.pop_front();
+                self.front_partial = false;
+            } else {
+                front.advance(n);
+                self.front_partial = true;
+                n = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SlowConsumerPolicy;
+
+    fn outbound() -> Outbound {
+        Outbound::new(1 << 20, SlowConsumerPolicy::Drop)
+    }
+
+    #[test]
+    fn pongs_go_out_in_order_while_the_connection_keeps_up() {
+        let out = outbound();
+        let stats = Stats::default();
+        let mut queue = WriteQueue::default();
+        for n in 0..3u32 {
+            queue.push_pong(Bytes::from(n.to_string()), &out);
+        }
+        let mut wire = Vec::new();
+        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert_eq!(wire, b"012");
+    }
+
+    /// A socket that takes at most `room` bytes, then would block.
+    fn socket(
+        taken: &mut Vec<u8>,
+        room: usize,
+    ) -> impl FnMut(&[IoSlice<'_>]) -> io::Result<usize> + '_ {
+        move |slices| {
+            let free = room.saturating_sub(taken.len());
+            if free == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let mut n = 0;
+            for slice in slices {
+                let part = &slice[..slice.len().min(free - n)];
+                taken.extend_from_slice(part);
+                n += part.len();
+                if n == free {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_partly_written_frame_survives_a_drop_and_goes_first() {
+        let out = outbound();
+        let stats = Stats::default();
+        let mut queue = WriteQueue::default();
+        queue.push_own(Bytes::from_static(b"aaaa"), &out);
+        queue.push_own(Bytes::from_static(b"bbbb"), &out);
+        let mut wire = Vec::new();
+        assert!(!queue.flush(socket(&mut wire, 2), &out, &stats).unwrap());
+        assert_eq!(wire, b"aa");
+        queue.drop_unsent(&out);
+        queue.push_own(Bytes::from_static(b"cc"), &out);
+        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert_eq!(wire, b"aaaacc");
+        assert_eq!(out.buffered(), 0);
+    }
+
+    #[test]
+    fn past_the_limit_only_the_latest_pong_is_owed_and_it_goes_ahead() {
+        let out = Outbound::new(4, SlowConsumerPolicy::Drop);
+        let stats = Stats::default();
+        let mut queue = WriteQueue::default();
+        queue.push_own(Bytes::from_static(b"data"), &out);
+        for n in 0..1000u32 {
+            queue.push_pong(Bytes::from(n.to_string()), &out);
+        }
+        assert_eq!(out.buffered(), 4 + 3);
+        let mut wire = Vec::new();
+        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert_eq!(wire, b"999data");
+        assert_eq!(out.buffered(), 0);
+        assert!(queue.is_empty());
+    }
+
+    #[test]
+    fn a_pong_waits_behind_a_frame_already_on_its_way() {
+        let out = outbound();
+        let stats = Stats::default();
+        let mut queue = WriteQueue::default();
+        queue.push_own(Bytes::from_static(b"aaaa"), &out);
+        queue.push_own(Bytes::from_static(b"bbbb"), &out);
+        let mut wire = Vec::new();
+        assert!(!queue.flush(socket(&mut wire, 1), &out, &stats).unwrap());
+        queue.pong = Some(Bytes::from_static(b"P"));
+        out.account(1);
+        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert_eq!(wire, b"aaaaPbbbb");
+    }
+}
