@@ -121,9 +121,12 @@ test('SNI picks the certificate; an unknown name gets the default one', async (t
   const subjectFor = async (servername) => {
     const ws = new WebSocket(`wss://127.0.0.1:${port}/`, { ca: ca.cert, servername, checkServerIdentity: () => undefined });
     ws.on('error', () => {});
-    const [res] = await once(ws, 'upgrade');
+    // Both listened for at once: 'open' follows 'upgrade' in the same tick.
+    const upgraded = once(ws, 'upgrade');
+    const opened = once(ws, 'open');
+    const [res] = await upgraded;
     const subject = res.socket.getPeerCertificate().subject.CN;
-    await once(ws, 'open');
+    await opened;
     ws.close();
     return subject;
   };

@@ -5,10 +5,11 @@
 //! buffer in place and hands out slices of it for every complete,
 //! unfragmented, uncompressed data frame and every complete control frame
 //! (zero copy). Only what cannot be delivered from the caller's buffer is
-//! kept: a partial header (≤ 14 bytes inline), a partial control payload
-//! (≤ 125 bytes inline), and the payload of a fragmented, compressed, or
-//! partially received data message (a heap buffer allocated on demand and
-//! freed when the message completes).
+//! kept, in a record that exists only while something is in progress: a
+//! partial header (≤ 14 bytes), a partial control payload (≤ 125 bytes),
+//! and the payload of a fragmented, compressed, or partially received data
+//! message (a buffer allocated on demand and freed when the message
+//! completes). Between frames the decoder holds no heap memory at all.
 //!
 //! Limits are checked against the frame header before any payload is
 //! buffered; the buffer grows with the bytes actually received, never by the
@@ -124,22 +125,50 @@ struct Message {
 }
 
 /// Turns the bytes of one connection into [`Event`]s.
+///
+/// Between frames (an idle connection) it is a few words with no heap
+/// memory: what a frame or message in progress needs lives in a
+/// [`Progress`] that exists only while one is cut off at the end of the
+/// input.
 #[derive(Debug)]
 pub struct Decoder {
     config: DecoderConfig,
     state: State,
-    decompressor: Option<Decompressor>,
+    decompressor: Option<Box<Decompressor>>,
+    progress: Option<Box<Progress>>,
+}
+
+/// A frame or message in progress across inputs.
+#[derive(Debug, Default)]
+struct Progress {
     /// A header cut off at the end of the previous input.
     header: [u8; MAX_HEADER_LEN],
     header_len: usize,
     frame: Option<Frame>,
     message: Option<Message>,
     /// A control payload cut off at the end of the previous input.
-    control: [u8; MAX_CONTROL_PAYLOAD],
-    control_len: usize,
+    control: Option<ControlPayload>,
     /// Reassembly buffer for data messages; empty with zero capacity between
     /// messages.
     buf: Vec<u8>,
+}
+
+/// The bytes of a control frame received so far (at most 125).
+#[derive(Debug)]
+struct ControlPayload {
+    bytes: [u8; MAX_CONTROL_PAYLOAD],
+    len: usize,
+}
+
+impl Progress {
+    /// Nothing in progress: the decoder can drop it.
+    fn is_idle(&self) -> bool {
+        self.header_len == 0
+            && self.frame.is_none()
+            && self.message.is_none()
+            && self.control.is_none()
+            && self.buf.capacity() == 0
+    }
 }
 
 impl Decoder {
@@ -149,13 +178,7 @@ impl Decoder {
             config,
             state: State::Open,
             decompressor: None,
-            header: [0; MAX_HEADER_LEN],
-            header_len: 0,
-            frame: None,
-            message: None,
-            control: [0; MAX_CONTROL_PAYLOAD],
-            control_len: 0,
-            buf: Vec::new(),
+            progress: None,
         }
     }
 
@@ -163,7 +186,7 @@ impl Decoder {
     /// whose first frame has RSV1 set are inflated. Without it RSV1 is a
     /// protocol error.
     pub fn set_decompressor(&mut self, decompressor: Decompressor) {
-        self.decompressor = Some(decompressor);
+        self.decompressor = Some(Box::new(decompressor));
     }
 
     /// The configuration this decoder enforces.
@@ -174,7 +197,13 @@ impl Decoder {
     /// Heap bytes held for reassembly. Zero whenever no data message is
     /// partially received (compression state, if any, is not counted).
     pub fn buffer_capacity(&self) -> usize {
-        self.buf.capacity()
+        self.progress.as_ref().map_or(0, |p| p.buf.capacity())
+    }
+
+    /// Whether a frame or message is in progress (the decoder then holds
+    /// state on the heap; between frames it holds none).
+    pub fn is_idle(&self) -> bool {
+        self.progress.is_none()
     }
 
     /// True once a close frame was delivered, the callback returned
@@ -198,9 +227,15 @@ impl Decoder {
         if self.state != State::Open {
             return Ok(());
         }
-        let result = self.run(input, &mut on_event);
+        // What was in progress, or a fresh (stack) record of it.
+        let mut progress = self.progress.take().map_or_else(Progress::default, |p| *p);
+        let result = self.run(&mut progress, input, &mut on_event);
         match result {
-            Ok(()) if self.state == State::Open => {}
+            Ok(()) if self.state == State::Open => {
+                if !progress.is_idle() {
+                    self.progress = Some(Box::new(progress));
+                }
+            }
             Ok(()) => self.release(),
             Err(_) => {
                 self.state = State::Failed;
@@ -211,18 +246,23 @@ impl Decoder {
     }
 
     /// The decoding loop: one header or one payload chunk per iteration.
-    fn run<F>(&mut self, input: &mut [u8], on_event: &mut F) -> Result<(), ProtocolError>
+    fn run<F>(
+        &mut self,
+        p: &mut Progress,
+        input: &mut [u8],
+        on_event: &mut F,
+    ) -> Result<(), ProtocolError>
     where
         F: FnMut(Event<'_>) -> Flow,
     {
         let mut pos = 0;
         while self.state == State::Open {
-            let frame = match self.frame {
+            let frame = match p.frame {
                 Some(frame) => frame,
-                None => match self.read_header(&input[pos..])? {
+                None => match Self::read_header(p, &input[pos..])? {
                     Some((header, used)) => {
                         pos += used;
-                        self.start_frame(header)?
+                        self.start_frame(p, header)?
                     }
                     None => return Ok(()),
                 },
@@ -239,7 +279,7 @@ impl Decoder {
             }
             let complete = take as u64 == remaining;
             let whole = complete && frame.done == 0;
-            self.frame = if complete {
+            p.frame = if complete {
                 None
             } else {
                 Some(Frame {
@@ -248,9 +288,9 @@ impl Decoder {
                 })
             };
             let flow = if frame.opcode.is_control() {
-                self.control_chunk(frame.opcode, chunk, whole, complete, on_event)?
+                self.control_chunk(p, frame.opcode, chunk, whole, complete, on_event)?
             } else {
-                self.data_chunk(frame.fin, chunk, whole, complete, on_event)?
+                self.data_chunk(p, frame.fin, chunk, whole, complete, on_event)?
             };
             if flow == Flow::Stop && self.state == State::Open {
                 self.state = State::Stopped;
@@ -261,26 +301,29 @@ impl Decoder {
 
     /// Reads a frame header, completing one cut off by the previous input.
     /// `Ok(None)`: all of `input` was kept and more bytes are needed.
-    fn read_header(&mut self, input: &[u8]) -> Result<Option<(FrameHeader, usize)>, ProtocolError> {
-        if self.header_len == 0 {
+    fn read_header(
+        p: &mut Progress,
+        input: &[u8],
+    ) -> Result<Option<(FrameHeader, usize)>, ProtocolError> {
+        if p.header_len == 0 {
             if let Some(parsed) = FrameHeader::parse(input)? {
                 return Ok(Some(parsed));
             }
             // An incomplete header is shorter than MAX_HEADER_LEN, so it fits.
-            self.header[..input.len()].copy_from_slice(input);
-            self.header_len = input.len();
+            p.header[..input.len()].copy_from_slice(input);
+            p.header_len = input.len();
             return Ok(None);
         }
-        let had = self.header_len;
+        let had = p.header_len;
         let take = input.len().min(MAX_HEADER_LEN - had);
-        self.header[had..had + take].copy_from_slice(&input[..take]);
-        match FrameHeader::parse(&self.header[..had + take])? {
+        p.header[had..had + take].copy_from_slice(&input[..take]);
+        match FrameHeader::parse(&p.header[..had + take])? {
             Some((header, len)) => {
-                self.header_len = 0;
+                p.header_len = 0;
                 Ok(Some((header, len - had)))
             }
             None => {
-                self.header_len = had + take;
+                p.header_len = had + take;
                 Ok(None)
             }
         }
@@ -288,7 +331,7 @@ impl Decoder {
 
     /// Validates a header against the protocol rules and the current state,
     /// and sets up the frame (and, for a first data frame, the message).
-    fn start_frame(&mut self, h: FrameHeader) -> Result<Frame, ProtocolError> {
+    fn start_frame(&mut self, p: &mut Progress, h: FrameHeader) -> Result<Frame, ProtocolError> {
         if h.rsv2 || h.rsv3 {
             return Err(ProtocolError::ReservedBits);
         }
@@ -309,7 +352,7 @@ impl Decoder {
                 return Err(ProtocolError::ControlFrameTooBig);
             }
         } else {
-            self.start_data_frame(opcode, &h)?;
+            self.start_data_frame(p, opcode, &h)?;
         }
         let frame = Frame {
             opcode,
@@ -318,12 +361,17 @@ impl Decoder {
             len: h.payload_len,
             done: 0,
         };
-        self.frame = Some(frame);
+        p.frame = Some(frame);
         Ok(frame)
     }
 
-    fn start_data_frame(&mut self, opcode: OpCode, h: &FrameHeader) -> Result<(), ProtocolError> {
-        let message = match (opcode, self.message.as_mut()) {
+    fn start_data_frame(
+        &mut self,
+        p: &mut Progress,
+        opcode: OpCode,
+        h: &FrameHeader,
+    ) -> Result<(), ProtocolError> {
+        let message = match (opcode, p.message.as_mut()) {
             (OpCode::Continuation, None) => return Err(ProtocolError::UnexpectedContinuation),
             (OpCode::Continuation, Some(message)) => {
                 // RFC 7692 §6.1: RSV1 marks the first frame of a message only.
@@ -339,7 +387,7 @@ impl Decoder {
                 if h.rsv1 && self.decompressor.is_none() {
                     return Err(ProtocolError::ReservedBits);
                 }
-                self.message.insert(Message {
+                p.message.insert(Message {
                     text: opcode == OpCode::Text,
                     compressed: h.rsv1,
                     fragments: 1,
@@ -365,6 +413,7 @@ impl Decoder {
     /// Handles a piece of a control frame's payload.
     fn control_chunk<F>(
         &mut self,
+        p: &mut Progress,
         opcode: OpCode,
         chunk: &[u8],
         whole: bool,
@@ -376,17 +425,20 @@ impl Decoder {
     {
         if !whole {
             // Bounded by the 125-byte check in start_frame.
-            let had = self.control_len;
-            self.control[had..had + chunk.len()].copy_from_slice(chunk);
-            self.control_len += chunk.len();
+            let control = p.control.get_or_insert(ControlPayload {
+                bytes: [0; MAX_CONTROL_PAYLOAD],
+                len: 0,
+            });
+            control.bytes[control.len..control.len + chunk.len()].copy_from_slice(chunk);
+            control.len += chunk.len();
             if !complete {
                 return Ok(Flow::Continue);
             }
         }
-        let payload = if whole {
-            chunk
-        } else {
-            &self.control[..self.control_len]
+        let held = p.control.take();
+        let payload = match &held {
+            Some(control) if !whole => &control.bytes[..control.len],
+            _ => chunk,
         };
         let flow = match opcode {
             OpCode::Ping => on_event(Event::Ping(payload)),
@@ -398,13 +450,13 @@ impl Decoder {
                 Flow::Stop
             }
         };
-        self.control_len = 0;
         Ok(flow)
     }
 
     /// Handles a piece of a data frame's payload.
     fn data_chunk<F>(
         &mut self,
+        p: &mut Progress,
         fin: bool,
         chunk: &[u8],
         whole: bool,
@@ -414,7 +466,7 @@ impl Decoder {
     where
         F: FnMut(Event<'_>) -> Flow,
     {
-        let Some(message) = self.message.as_mut() else {
+        let Some(message) = p.message.as_mut() else {
             // start_data_frame always sets the message before its payload.
             return Err(ProtocolError::UnexpectedContinuation);
         };
@@ -423,7 +475,7 @@ impl Decoder {
         // Zero copy: the whole message is this one frame, inside `input`.
         if whole && fin && message.fragments == 1 && !message.compressed {
             let text = message.text;
-            self.message = None;
+            p.message = None;
             return if text {
                 std::str::from_utf8(chunk).map_err(|_| ProtocolError::InvalidUtf8)?;
                 Ok(on_event(Event::Text(chunk)))
@@ -436,10 +488,10 @@ impl Decoder {
             let Some(decompressor) = self.decompressor.as_mut() else {
                 return Err(ProtocolError::ReservedBits);
             };
-            let before = self.buf.len();
+            let before = p.buf.len();
             let room = self.config.max_payload_length.saturating_sub(before);
             decompressor
-                .decompress(chunk, ends_message, room, &mut self.buf)
+                .decompress(chunk, ends_message, room, &mut p.buf)
                 .map_err(|e| match e {
                     DeflateError::TooBig => ProtocolError::MessageTooBig,
                     DeflateError::Corrupt | DeflateError::Compress => ProtocolError::Inflate,
@@ -447,7 +499,7 @@ impl Decoder {
             if message.text {
                 message
                     .utf8
-                    .push(&self.buf[before..])
+                    .push(&p.buf[before..])
                     .map_err(|_| ProtocolError::InvalidUtf8)?;
             }
         } else {
@@ -459,7 +511,7 @@ impl Decoder {
                     .push(chunk)
                     .map_err(|_| ProtocolError::InvalidUtf8)?;
             }
-            self.buf.extend_from_slice(chunk);
+            p.buf.extend_from_slice(chunk);
         }
 
         if !ends_message {
@@ -472,24 +524,20 @@ impl Decoder {
                 .map_err(|_| ProtocolError::InvalidUtf8)?;
         }
         let text = message.text;
-        self.message = None;
+        p.message = None;
         let flow = if text {
-            on_event(Event::Text(&self.buf))
+            on_event(Event::Text(&p.buf))
         } else {
-            on_event(Event::Binary(&self.buf))
+            on_event(Event::Binary(&p.buf))
         };
         // Give the memory back: an idle connection holds no buffer.
-        self.buf = Vec::new();
+        p.buf = Vec::new();
         Ok(flow)
     }
 
     /// Frees everything once no more input will be processed.
     fn release(&mut self) {
-        self.buf = Vec::new();
-        self.message = None;
-        self.frame = None;
+        self.progress = None;
         self.decompressor = None;
-        self.header_len = 0;
-        self.control_len = 0;
     }
 }

@@ -360,6 +360,42 @@ fn buffer_exists_only_while_a_message_is_partial() {
         0,
         "released once the message completed"
     );
+    assert!(d.is_idle(), "and nothing else is held");
+}
+
+#[test]
+fn an_idle_decoder_is_small_and_holds_no_heap_state() {
+    // Tens of thousands of idle connections each own one: it must stay a
+    // few words, with whatever a frame in progress needs on the heap only
+    // while one is.
+    assert!(
+        std::mem::size_of::<Decoder>() <= 64,
+        "{}",
+        std::mem::size_of::<Decoder>()
+    );
+    let mut d = Decoder::new(server());
+    let mut frames = concat(&[
+        masked(0x81, b"hello"),
+        masked(0x89, b"p"),
+        masked(0x82, &[1; 300]),
+    ]);
+    d.feed(&mut frames, |_| Flow::Continue).unwrap();
+    assert!(d.is_idle(), "whole frames leave nothing behind");
+    // A control frame cut in two is held, then released.
+    let ping = masked(0x89, b"ping!");
+    let (head, tail) = ping.split_at(8);
+    d.feed(&mut head.to_vec(), |_| Flow::Continue).unwrap();
+    assert!(!d.is_idle());
+    let mut pinged = Vec::new();
+    d.feed(&mut tail.to_vec(), |e| {
+        if let Event::Ping(p) = e {
+            pinged = p.to_vec();
+        }
+        Flow::Continue
+    })
+    .unwrap();
+    assert_eq!(pinged, b"ping!");
+    assert!(d.is_idle());
 }
 
 #[test]
