@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use crate::cork;
 use crate::outbound::{OutItem, Outbound, SendStatus};
+use crate::stats::Stats;
 
 /// How a connection frames what it is sent: one variant per framing, so a
 /// publish can keep one lazily framed copy per kind (`channels.rs`), and a
@@ -49,6 +50,8 @@ pub struct Connection {
     pub worker: usize,
     pub kind: ConnectionKind,
     pub outbound: Outbound,
+    /// The server's counters (a direct write counts its bytes).
+    pub stats: Arc<Stats>,
 }
 
 impl Connection {
@@ -94,6 +97,14 @@ impl Connection {
     pub fn enqueue_to_compress(self: &Arc<Self>, payload: Bytes, binary: bool) -> SendStatus {
         let len = payload.len();
         self.enqueue(OutItem::Message { payload, binary }, len)
+    }
+
+    /// After a batch of sends: write them straight to the socket when its
+    /// I/O thread has released it, else wake that thread.
+    pub fn flush_or_wake(&self) {
+        if !self.outbound.write_direct(&self.stats) {
+            self.outbound.wake();
+        }
     }
 
     /// Wake the connection's thread now, or at the outermost `uncork`.

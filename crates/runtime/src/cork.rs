@@ -1,7 +1,7 @@
-//! Corking: a thread defers the wake-ups of the connections it sends to
-//! until it uncorks. A JavaScript worker corks while it dispatches a batch
-//! of events, so every message its handlers send to one connection in that
-//! batch leaves in one vectored write instead of one write (and one
+//! Corking: a thread defers the writes (or wake-ups) of the connections it
+//! sends to until it uncorks. A JavaScript worker corks while it dispatches
+//! a batch of events, so every message its handlers send to one connection
+//! in that batch leaves in one vectored write instead of one write (and one
 //! wake-up) each.
 
 use std::cell::{Cell, RefCell};
@@ -22,7 +22,10 @@ pub fn cork() {
     DEPTH.with(|depth| depth.set(depth.get() + 1));
 }
 
-/// End a [`cork`]; the outermost one wakes every connection sent to since.
+/// End a [`cork`]; the outermost one sends what was queued for every
+/// connection sent to since: written straight to its socket where its I/O
+/// thread has released it (the common case: a worker answering the
+/// messages it was given), else by that thread, woken now.
 pub fn uncork() {
     let outermost = DEPTH.with(|depth| {
         let d = depth.get().saturating_sub(1);
@@ -32,7 +35,7 @@ pub fn uncork() {
     if outermost {
         let corked = CORKED.with(|list| std::mem::take(&mut *list.borrow_mut()));
         for connection in corked {
-            connection.outbound.wake();
+            connection.flush_or_wake();
         }
     }
 }

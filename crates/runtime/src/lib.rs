@@ -7,34 +7,36 @@
 //! directly.
 //!
 //! What may import what (a tree; see `ARCHITECTURE.md`):
-//! - `config`, `errors`, `stats`, `framing`, `tls`, `socket`, `outbound`,
-//!   `events` depend on nothing here but each other's leaves;
+//! - `config`, `errors`, `stats`, `framing`, `wake`, `tls`, `stream`,
+//!   `outbound`, `events` depend on nothing here but each other's leaves;
 //! - `connection` (the shared part of a connection) and `cork` on
 //!   `outbound`;
 //! - `state` (what all threads share) on those;
 //! - `session` (the connection state machine) and `handshake` (the HTTP
 //!   phase) on `state` and below;
-//! - `driver` (the loops over sockets) on `session` and `handshake`;
-//! - `listener` on `driver`; `server` on `listener` and `state`;
-//!   `channels` adds the channel operations to `server`.
+//! - `reactor` (the I/O threads' readiness loops over sockets) on
+//!   `session` and `handshake`;
+//! - `server` on `reactor` and `state`; `channels` adds the channel
+//!   operations to `server`.
 
 pub mod channels;
 pub mod config;
 pub mod connection;
 pub mod cork;
-mod driver;
 pub mod errors;
 pub mod events;
+mod fd_write;
 pub mod framing;
 mod handshake;
-mod listener;
 pub mod outbound;
+mod reactor;
 pub mod server;
 mod session;
-mod socket;
 pub mod state;
 pub mod stats;
+mod stream;
 pub mod tls;
+pub mod wake;
 
 pub use config::{
     ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute,

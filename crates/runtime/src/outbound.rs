@@ -1,21 +1,24 @@
 //! A connection's outbound queue: the one place where senders on any thread
-//! (JavaScript workers, publishers) meet the connection's task.
+//! (JavaScript workers, publishers) meet the connection's I/O thread.
 //!
 //! Senders only enqueue shared bytes and, when the queue was empty, wake the
-//! task; the task takes the whole queue at once and writes it with vectored
-//! writes, so a burst of sends costs one wake-up and few syscalls (corking
-//! comes for free). Every send returns a [`SendStatus`] so backpressure is
+//! I/O thread; the I/O thread takes the whole queue at once and writes it
+//! with vectored writes, so a burst of sends costs one wake-up and few
+//! syscalls (corking comes for free). Every send returns a [`SendStatus`] so backpressure is
 //! visible to the caller, and the queue is bounded by `max_backpressure`.
 
 use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 
 use crate::config::SlowConsumerPolicy;
 use crate::framing;
+use crate::stats::{self, Stats};
+use crate::wake::WakeTarget;
 
 /// The outcome of one send, as JavaScript sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,14 +84,42 @@ pub enum Eviction {
     WorkerDied,
 }
 
+/// Who may write to the connection's socket now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Writer {
+    /// Only its I/O thread: it has frames of its own in flight, the socket
+    /// is full, the stream is TLS or compresses, or the session is closing.
+    #[default]
+    IoThread,
+    /// Any thread that holds the lock may write queued frames straight to
+    /// this socket (see [`Outbound::write_direct`]).
+    Direct(RawFd),
+}
+
+/// Most buffers one direct write hands to `writev`.
+const MAX_DIRECT_SLICES: usize = 64;
+
 #[derive(Default)]
 struct State {
     items: VecDeque<OutItem>,
+    /// The front item is partly on the wire (a direct write was cut short):
+    /// it must go out whole before anything else, the I/O thread's own
+    /// frames included.
+    front_partial: bool,
     closed: bool,
     eviction: Option<Eviction>,
+    writer: Writer,
 }
 
-/// Shared between a connection's task and everybody who sends to it.
+/// What the I/O thread takes from the queue.
+pub struct Taken {
+    /// Why the connection must go, if another thread said so.
+    pub eviction: Option<Eviction>,
+    /// The first item taken is partly written already.
+    pub front_partial: bool,
+}
+
+/// Shared between a connection's I/O thread and everybody who sends to it.
 pub struct Outbound {
     state: Mutex<State>,
     /// Bytes accepted and not yet written to the socket.
@@ -97,26 +128,29 @@ pub struct Outbound {
     congested: AtomicBool,
     /// A send reported `Buffered`; emit `drain` once the queue is empty.
     drain_wanted: AtomicBool,
-    notify: Notify,
-    max_backpressure: usize,
+    /// The connection's I/O thread, told when the queue stops being empty.
+    waker: WakeTarget,
+    /// 32 bits (options are at most 2^32 - 1): an idle connection's shared
+    /// part stays within two cache lines.
+    max_backpressure: u32,
     policy: SlowConsumerPolicy,
 }
 
 impl Outbound {
-    pub fn new(max_backpressure: usize, policy: SlowConsumerPolicy) -> Self {
+    pub fn new(max_backpressure: usize, policy: SlowConsumerPolicy, waker: WakeTarget) -> Self {
         Self {
             state: Mutex::new(State::default()),
             buffered: AtomicUsize::new(0),
             congested: AtomicBool::new(false),
             drain_wanted: AtomicBool::new(false),
-            notify: Notify::new(),
-            max_backpressure,
+            waker,
+            max_backpressure: max_backpressure.min(u32::MAX as usize) as u32,
             policy,
         }
     }
 
     /// Queue `item` (`len` bytes on the wire) and wake the connection's
-    /// task if it needs it. Never blocks beyond a short lock: a stalled
+    /// I/O thread if it needs it. Never blocks beyond a short lock: a stalled
     /// client costs only its own queue.
     pub fn enqueue(&self, item: OutItem, len: usize) -> SendStatus {
         let (status, wake) = self.push(item, len);
@@ -126,13 +160,13 @@ impl Outbound {
         status
     }
 
-    /// Wake the connection's task to write what is queued.
+    /// Wake the connection's I/O thread to write what is queued.
     pub fn wake(&self) {
-        self.notify.notify_one();
+        self.waker.wake();
     }
 
     /// [`Outbound::enqueue`] without the wake-up: also returns whether the
-    /// task must be woken (the queue was empty), so a corked caller can
+    /// I/O thread must be woken (the queue was empty), so a corked caller can
     /// wake it later (see `server::cork`).
     pub fn push(&self, item: OutItem, len: usize) -> (SendStatus, bool) {
         let is_close = matches!(item, OutItem::Close { .. });
@@ -203,11 +237,11 @@ impl Outbound {
         // connection is behind.
         // An empty queue always takes one message, however large, so a
         // message bigger than the limit is still deliverable to a reader.
-        if !is_close && buffered > 0 && buffered + len > self.max_backpressure {
+        if !is_close && buffered > 0 && buffered + len > self.max_backpressure() {
             if self.policy == SlowConsumerPolicy::Close {
                 state.eviction = Some(Eviction::SlowConsumer);
                 self.discard(state);
-                self.notify.notify_one();
+                self.waker.wake();
             }
             return Err(SendStatus::Dropped);
         }
@@ -244,25 +278,120 @@ impl Outbound {
         }
         self.discard(&mut state);
         drop(state);
-        self.notify.notify_one();
+        self.waker.wake();
         true
     }
 
-    /// The connection task takes everything queued (and any eviction).
-    pub fn take(&self, into: &mut VecDeque<OutItem>) -> Option<Eviction> {
+    /// The connection's I/O thread takes everything queued (and any
+    /// eviction), and the socket with it: until it [`releases`] it, only
+    /// it writes. The queue is left without memory: an idle connection
+    /// keeps no capacity from its last burst.
+    ///
+    /// [`releases`]: Outbound::release
+    pub fn take(&self, into: &mut VecDeque<OutItem>) -> Taken {
         let mut state = self.state.lock();
+        state.writer = Writer::IoThread;
         if into.is_empty() {
-            std::mem::swap(into, &mut state.items);
+            *into = std::mem::take(&mut state.items);
         } else {
             into.extend(state.items.drain(..));
         }
-        state.eviction.clone()
+        Taken {
+            eviction: state.eviction.clone(),
+            front_partial: std::mem::take(&mut state.front_partial),
+        }
     }
 
-    /// Refuse every later send and forget what is still queued.
+    /// The I/O thread has nothing of its own in flight: from now on the
+    /// threads that send may write straight to `fd` (none: a TLS or
+    /// compressing stream, or a closing session, which only it writes).
+    /// Unless something was queued meanwhile: then it stays the writer, and
+    /// the wake-up that came with the items brings it back.
+    pub fn release(&self, fd: Option<RawFd>) {
+        let mut state = self.state.lock();
+        if let Some(fd) = fd {
+            if state.items.is_empty() && !state.closed && state.eviction.is_none() {
+                state.writer = Writer::Direct(fd);
+            }
+        }
+    }
+
+    /// Write what is queued straight to the socket, on the calling thread,
+    /// when the I/O thread has released it: a worker that just handled a
+    /// batch writes its replies itself instead of handing them to the I/O
+    /// thread (one thread hop less per message). Returns false when the I/O
+    /// thread must be woken: the socket is its (or just became its, being
+    /// full), or an item needs its work (compression, a close).
+    pub fn write_direct(&self, stats: &Stats) -> bool {
+        let mut state = self.state.lock();
+        let Writer::Direct(fd) = state.writer else {
+            return state.items.is_empty();
+        };
+        let mut slices = [IoSlice::new(&[]); MAX_DIRECT_SLICES];
+        let mut count = 0;
+        for item in state.items.iter().take(MAX_DIRECT_SLICES) {
+            let bytes: &[u8] = match item {
+                OutItem::Frame(frame) => frame,
+                OutItem::Coalesced(frames) => frames,
+                // The I/O thread compresses and closes.
+                OutItem::Message { .. } | OutItem::Close { .. } => break,
+            };
+            slices[count] = IoSlice::new(bytes);
+            count += 1;
+        }
+        if count == 0 {
+            let idle = state.items.is_empty();
+            if !idle {
+                state.writer = Writer::IoThread;
+            }
+            return idle;
+        }
+        let written = match crate::fd_write::write_vectored(fd, &slices[..count]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            // The I/O thread finds the error on its own next write or read.
+            Err(_) => {
+                state.writer = Writer::IoThread;
+                return false;
+            }
+        };
+        self.buffered.fetch_sub(written, Ordering::AcqRel);
+        stats::add(&stats.bytes_out, written as u64);
+        let mut left = written;
+        while left > 0 {
+            let front = state.items.front_mut().expect("wrote more than queued");
+            let len = front.counted_bytes();
+            if left >= len {
+                state.items.pop_front();
+                left -= len;
+            } else {
+                match front {
+                    OutItem::Frame(frame) => frame.advance(left),
+                    OutItem::Coalesced(frames) => frames.advance(left),
+                    OutItem::Message { .. } | OutItem::Close { .. } => unreachable!("not written"),
+                }
+                state.front_partial = true;
+                left = 0;
+            }
+        }
+        if state.items.is_empty() {
+            return true;
+        }
+        // The socket is full, or more is queued than one write takes: the
+        // I/O thread goes on, on writability.
+        state.writer = Writer::IoThread;
+        self.congested.store(true, Ordering::Release);
+        false
+    }
+
+    /// Refuse every later send and forget what is still queued; only the
+    /// I/O thread touches the socket from now on (it may close it once this
+    /// returns: a direct write holds the lock for as long as it uses the
+    /// socket).
     pub fn close(&self) {
         let mut state = self.state.lock();
         state.closed = true;
+        state.writer = Writer::IoThread;
         self.discard(&mut state);
     }
 
@@ -272,25 +401,20 @@ impl Outbound {
         self.buffered.fetch_sub(bytes, Ordering::AcqRel);
     }
 
-    /// Wait until something is queued or an eviction is requested.
-    pub async fn notified(&self) {
-        self.notify.notified().await
-    }
-
-    /// The task added `n` bytes of its own (control frames, compression
+    /// The I/O thread added `n` bytes of its own (control frames, compression
     /// growth) to what it will write.
     pub fn account(&self, n: usize) {
         self.buffered.fetch_add(n, Ordering::AcqRel);
     }
 
-    /// The task wrote (or discarded) `n` bytes that were counted in `buffered`.
+    /// The I/O thread wrote (or discarded) `n` bytes that were counted in `buffered`.
     pub fn written(&self, n: usize) {
         self.buffered.fetch_sub(n, Ordering::AcqRel);
     }
 
     /// Bytes that may be queued before the slow-consumer policy applies.
     pub fn max_backpressure(&self) -> usize {
-        self.max_backpressure
+        self.max_backpressure as usize
     }
 
     pub fn buffered(&self) -> usize {
@@ -317,37 +441,37 @@ mod tests {
 
     #[test]
     fn drop_policy_refuses_over_the_limit_but_keeps_the_connection() {
-        let out = Outbound::new(100, SlowConsumerPolicy::Drop);
+        let out = Outbound::new(100, SlowConsumerPolicy::Drop, WakeTarget::none());
         assert_eq!(out.enqueue(frame(80), 80), SendStatus::Sent);
         assert_eq!(out.enqueue(frame(30), 30), SendStatus::Dropped);
         assert_eq!(out.enqueue(frame(20), 20), SendStatus::Sent);
         let mut items = VecDeque::new();
-        assert_eq!(out.take(&mut items), None);
+        assert_eq!(out.take(&mut items).eviction, None);
         assert_eq!(items.len(), 2);
     }
 
     #[test]
     fn an_empty_queue_takes_one_oversized_message() {
-        let out = Outbound::new(10, SlowConsumerPolicy::Drop);
+        let out = Outbound::new(10, SlowConsumerPolicy::Drop, WakeTarget::none());
         assert_eq!(out.enqueue(frame(50), 50), SendStatus::Sent);
         assert_eq!(out.enqueue(frame(1), 1), SendStatus::Dropped);
     }
 
     #[test]
     fn close_policy_evicts_and_discards_the_queue() {
-        let out = Outbound::new(100, SlowConsumerPolicy::Close);
+        let out = Outbound::new(100, SlowConsumerPolicy::Close, WakeTarget::none());
         out.enqueue(frame(80), 80);
         assert_eq!(out.enqueue(frame(30), 30), SendStatus::Dropped);
         assert_eq!(out.enqueue(frame(1), 1), SendStatus::Closed);
         let mut items = VecDeque::new();
-        assert_eq!(out.take(&mut items), Some(Eviction::SlowConsumer));
+        assert_eq!(out.take(&mut items).eviction, Some(Eviction::SlowConsumer));
         assert!(items.is_empty());
     }
 
     #[test]
     fn a_close_is_queued_even_over_the_limit() {
         for policy in [SlowConsumerPolicy::Drop, SlowConsumerPolicy::Close] {
-            let out = Outbound::new(10, policy);
+            let out = Outbound::new(10, policy, WakeTarget::none());
             assert_eq!(out.enqueue(frame(50), 50), SendStatus::Sent);
             let close = OutItem::Close {
                 code: 1000,
@@ -355,14 +479,14 @@ mod tests {
             };
             assert_eq!(out.enqueue(close, 0), SendStatus::Sent);
             let mut items = VecDeque::new();
-            assert_eq!(out.take(&mut items), None);
+            assert_eq!(out.take(&mut items).eviction, None);
             assert_eq!(items.len(), 2);
         }
     }
 
     #[test]
     fn small_messages_share_one_buffer_until_it_is_taken() {
-        let out = Outbound::new(1 << 20, SlowConsumerPolicy::Drop);
+        let out = Outbound::new(1 << 20, SlowConsumerPolicy::Drop, WakeTarget::none());
         assert_eq!(out.push_message(b"ab", false), (SendStatus::Sent, true));
         assert_eq!(out.push_message(b"cd", true), (SendStatus::Sent, false));
         assert_eq!(out.buffered(), 8);
@@ -379,7 +503,7 @@ mod tests {
 
     #[test]
     fn a_full_coalescing_buffer_starts_another_and_limits_still_apply() {
-        let out = Outbound::new(100 * 1024, SlowConsumerPolicy::Drop);
+        let out = Outbound::new(100 * 1024, SlowConsumerPolicy::Drop, WakeTarget::none());
         let payload = vec![7u8; 40 * 1024];
         assert_eq!(out.push_message(&payload, true).0, SendStatus::Sent);
         assert_eq!(out.push_message(&payload, true).0, SendStatus::Sent);
@@ -390,8 +514,79 @@ mod tests {
     }
 
     #[test]
+    fn direct_writes_go_straight_to_a_released_socket() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stats = Stats::default();
+        let out = Outbound::new(1 << 20, SlowConsumerPolicy::Drop, WakeTarget::none());
+        out.push_message(b"held", false);
+        // Not released yet: the I/O thread must be woken.
+        assert!(!out.write_direct(&stats));
+        let mut items = VecDeque::new();
+        out.take(&mut items);
+        // The I/O thread wrote what it took, then released the socket.
+        out.written(6);
+        out.release(Some(ours.as_raw_fd()));
+        out.push_message(b"ab", false);
+        out.push_message(b"cd", true);
+        assert!(out.write_direct(&stats), "written on the calling thread");
+        assert_eq!(out.buffered(), 0);
+        assert_eq!(stats.bytes_out.load(Ordering::Relaxed), 8);
+        let mut got = [0u8; 8];
+        theirs.read_exact(&mut got).unwrap();
+        assert_eq!(&got, &[0x81, 2, b'a', b'b', 0x82, 2, b'c', b'd']);
+        // A take gives the socket back to the I/O thread.
+        out.take(&mut items);
+        out.push_message(b"e", false);
+        assert!(!out.write_direct(&stats));
+    }
+
+    #[test]
+    fn a_full_socket_hands_the_rest_to_the_io_thread_as_a_partial_front() {
+        use std::os::fd::AsRawFd;
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stats = Stats::default();
+        let out = Outbound::new(64 << 20, SlowConsumerPolicy::Drop, WakeTarget::none());
+        out.release(Some(ours.as_raw_fd()));
+        // Far more than a socket buffer holds, in frames too large to
+        // coalesce: the write stops inside one of them.
+        let payload = vec![7u8; 1 << 20];
+        for _ in 0..16 {
+            out.push_message(&payload, true);
+        }
+        let queued = out.buffered();
+        assert!(!out.write_direct(&stats), "the rest needs the I/O thread");
+        let written = stats.bytes_out.load(Ordering::Relaxed) as usize;
+        assert!(written > 0 && written < queued, "{written} of {queued}");
+        assert_eq!(out.buffered(), queued - written);
+        // Congested: the next send reports it.
+        assert_eq!(out.push_message(b"x", false).0, SendStatus::Buffered);
+        let mut items = VecDeque::new();
+        let taken = out.take(&mut items);
+        assert!(taken.front_partial, "the first item is the rest of a frame");
+        let rest: usize = items.iter().map(OutItem::counted_bytes).sum();
+        assert_eq!(rest, queued - written + 3);
+    }
+
+    #[test]
+    fn a_closed_queue_never_writes_directly() {
+        use std::os::fd::AsRawFd;
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let stats = Stats::default();
+        let out = Outbound::new(1 << 20, SlowConsumerPolicy::Drop, WakeTarget::none());
+        out.release(Some(ours.as_raw_fd()));
+        out.close();
+        assert_eq!(out.push_message(b"x", false).0, SendStatus::Closed);
+        assert!(out.write_direct(&stats));
+        assert_eq!(stats.bytes_out.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
     fn congestion_reports_buffered_and_owes_a_drain() {
-        let out = Outbound::new(1000, SlowConsumerPolicy::Drop);
+        let out = Outbound::new(1000, SlowConsumerPolicy::Drop, WakeTarget::none());
         out.set_congested(true);
         assert_eq!(out.enqueue(frame(10), 10), SendStatus::Buffered);
         assert!(out.take_drain_wanted());

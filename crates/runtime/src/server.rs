@@ -12,32 +12,30 @@ use parking_lot::Mutex;
 
 use crate::config::{ListenerConfig, Protocol, ServerConfig};
 use crate::connection::Connection;
+use crate::errors;
 use crate::events::EventQueue;
-use crate::listener::{self, Listener};
 use crate::outbound::{Eviction, OutItem, SendStatus};
+use crate::reactor::accept::{ListenSocket, Listening};
+use crate::reactor::IoThreads;
 use crate::state::{ServerState, UpgradeDecision};
 use crate::stats::{self, StatsSnapshot, WorkerSnapshot};
 
 /// A running server. Dropping it does not stop it: call [`Server::shutdown`].
 pub struct Server {
     pub(crate) state: Arc<ServerState>,
-    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// `None` once shut down.
+    io: Mutex<Option<IoThreads>>,
 }
 
 impl Server {
     /// Start the I/O threads. Nothing listens until [`Server::listen`].
     pub fn new(config: ServerConfig) -> io::Result<Arc<Self>> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.io_threads.max(1))
-            .thread_name("switchboard-io")
-            // Workers are woken once per I/O turn, not once per event.
-            .on_thread_park(crate::events::wake_deferred)
-            .on_thread_stop(crate::events::wake_deferred)
-            .enable_all()
-            .build()?;
+        let threads = config.io_threads.max(1);
+        let state = Arc::new(ServerState::new(config));
+        let io = IoThreads::start(&state, threads)?;
         Ok(Arc::new(Self {
-            state: Arc::new(ServerState::new(config)),
-            runtime: Mutex::new(Some(runtime)),
+            state,
+            io: Mutex::new(Some(io)),
         }))
     }
 
@@ -50,58 +48,53 @@ impl Server {
     /// with port 0). Several listeners share this server's state. TLS
     /// errors carry `ERR_TLS_CONFIG`.
     pub fn listen(&self, addr: SocketAddr, config: &ListenerConfig) -> io::Result<SocketAddr> {
-        let kind = Listener {
-            protocol: config.protocol,
-            tls: config
-                .tls
-                .as_ref()
-                .map(crate::tls::server_config)
-                .transpose()?,
-        };
-        let runtime = self.running()?;
-        let _guard = runtime.as_ref().map(|r| r.enter());
-        let std_listener = std::net::TcpListener::bind(addr)?;
-        std_listener.set_nonblocking(true)?;
-        let local = std_listener.local_addr()?;
-        let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        let state = self.state.clone();
-        self.state
-            .tracker
-            .spawn(listener::accept_tcp(listener, state, kind));
+        let tls = config
+            .tls
+            .as_ref()
+            .map(crate::tls::server_config)
+            .transpose()?;
+        let io = self.running()?;
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let local = listener.local_addr()?;
+        let socket = ListenSocket::Tcp(mio::net::TcpListener::from_std(listener));
+        if let Some(io) = io.as_ref() {
+            io.listen(Listening::new(socket, config.protocol, tls));
+        }
         Ok(local)
     }
 
     /// Bind a Unix socket at `path` and accept connections speaking
     /// `protocol` on it. A stale socket file at `path` is replaced.
     pub fn listen_unix(&self, path: &std::path::Path, protocol: Protocol) -> io::Result<()> {
-        let runtime = self.running()?;
-        let _guard = runtime.as_ref().map(|r| r.enter());
+        let io = self.running()?;
         if std::fs::symlink_metadata(path)
             .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()))
         {
             std::fs::remove_file(path)?;
         }
-        let listener = tokio::net::UnixListener::bind(path)?;
-        let state = self.state.clone();
-        self.state
-            .tracker
-            .spawn(listener::accept_unix(listener, state, protocol));
+        let listener = std::os::unix::net::UnixListener::bind(path)?;
+        listener.set_nonblocking(true)?;
+        let socket = ListenSocket::Unix(mio::net::UnixListener::from_std(listener));
+        if let Some(io) = io.as_ref() {
+            io.listen(Listening::new(socket, protocol, None));
+        }
         Ok(())
     }
 
-    fn running(&self) -> io::Result<parking_lot::MutexGuard<'_, Option<tokio::runtime::Runtime>>> {
-        let runtime = self.runtime.lock();
-        if runtime.is_none() {
+    fn running(&self) -> io::Result<parking_lot::MutexGuard<'_, Option<IoThreads>>> {
+        let io = self.io.lock();
+        if io.is_none() {
             return Err(io::Error::other(
                 "ERR_SERVER_CLOSED: the server was shut down",
             ));
         }
-        if self.state.stopping.is_cancelled() {
+        if self.state.is_stopping() {
             return Err(io::Error::other(
                 "ERR_SERVER_CLOSED: the server is shutting down",
             ));
         }
-        Ok(runtime)
+        Ok(io)
     }
 
     pub fn queue(&self, worker: usize) -> Option<&Arc<EventQueue>> {
@@ -144,8 +137,12 @@ impl Server {
     /// Deliver JavaScript's decision on a pending upgrade. False when the
     /// request is gone (the client left, or the hook took too long).
     pub fn resolve_upgrade(&self, conn: u64, decision: UpgradeDecision) -> bool {
-        match self.state.pending_upgrades.lock().remove(&conn) {
-            Some((_, sender)) => sender.send(decision).is_ok(),
+        let pending = self.state.pending_upgrades.lock().remove(&conn);
+        match pending {
+            Some(pending) => {
+                (pending.reply)(decision);
+                true
+            }
             None => false,
         }
     }
@@ -157,12 +154,26 @@ impl Server {
             return 0;
         };
         queue.clear();
-        // Its pending upgrades will never be decided: answer them now (a
-        // dropped sender reads as "no decision", which rejects with 503).
-        self.state
-            .pending_upgrades
-            .lock()
-            .retain(|_, (asked, _)| *asked != worker);
+        // Its pending upgrades will never be decided: answer them now, as
+        // if the hook had not answered in time (503).
+        let orphaned: Vec<_> = {
+            let mut pending = self.state.pending_upgrades.lock();
+            let ids: Vec<u64> = pending
+                .iter()
+                .filter(|(_, p)| p.worker == worker)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id))
+                .collect()
+        };
+        for pending in orphaned {
+            let failure = errors::UPGRADE_TIMEOUT;
+            (pending.reply)(UpgradeDecision::Reject {
+                status: failure.status,
+                reason: failure.reason(),
+            });
+        }
         let victims: Vec<Arc<Connection>> = self
             .state
             .connections
@@ -215,35 +226,24 @@ impl Server {
     }
 
     /// Graceful shutdown: stop accepting, send close 1001 to every
-    /// connection, wait up to `drain_timeout` for them to finish, then end
-    /// the rest and stop the I/O threads. Blocks the calling thread; the
-    /// binding runs it off the JavaScript thread.
+    /// connection (a GO_AWAY to protocol streams), wait up to
+    /// `drain_timeout` for them to finish, then end the rest and stop the
+    /// I/O threads. Blocks the calling thread; the binding runs it off the
+    /// JavaScript thread.
     pub fn shutdown(&self, drain_timeout: Duration) {
-        let Some(runtime) = self.runtime.lock().take() else {
+        let Some(io) = self.io.lock().take() else {
             return;
         };
-        let state = self.state.clone();
-        runtime.block_on(async move {
-            state.stopping.cancel();
-            state.tracker.close();
-            if tokio::time::timeout(drain_timeout, state.tracker.wait())
-                .await
-                .is_err()
-            {
-                state.force.cancel();
-                // Forced connections end at their next poll; give them a
-                // moment to report their close event.
-                let _ = tokio::time::timeout(Duration::from_secs(1), state.tracker.wait()).await;
-            }
-        });
-        // Tasks are done; this joins the I/O threads.
-        runtime.shutdown_timeout(Duration::from_secs(1));
+        self.state
+            .stopping
+            .store(true, std::sync::atomic::Ordering::Release);
+        io.shutdown(drain_timeout);
         for queue in &self.state.queues {
             queue.set_waker(None);
         }
     }
 
     pub fn is_running(&self) -> bool {
-        self.runtime.lock().is_some()
+        self.io.lock().is_some()
     }
 }

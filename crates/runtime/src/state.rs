@@ -5,14 +5,11 @@
 //! its own lock or is atomic.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
-use tokio::sync::{oneshot, Semaphore};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::config::ServerConfig;
 use crate::connection::Connection;
@@ -27,6 +24,13 @@ pub enum UpgradeDecision {
     Accept { protocol: Option<String> },
     /// Answer with this HTTP status and reason instead of `101`.
     Reject { status: u16, reason: String },
+}
+
+/// An upgrade waiting for JavaScript's hook: which worker was asked, and
+/// how its decision reaches the connection's I/O thread.
+pub struct PendingUpgrade {
+    pub worker: usize,
+    pub reply: Box<dyn FnOnce(UpgradeDecision) + Send>,
 }
 
 /// How many deliveries were queued and how many dropped.
@@ -60,16 +64,14 @@ pub struct ServerState {
     /// hash is safe (no client chooses a key); SipHash was ~4% of a fan-out.
     pub connections: RwLock<FxHashMap<u64, Arc<Connection>>>,
     pub registry: RwLock<switchboard_pubsub::Registry>,
-    /// Upgrades waiting for JavaScript's hook: the worker asked, and where
-    /// to send its decision.
-    pub pending_upgrades: Mutex<HashMap<u64, (usize, oneshot::Sender<UpgradeDecision>)>>,
-    pub stats: Stats,
-    pub permits: Arc<Semaphore>,
-    /// Cancelled when the server stops accepting (graceful shutdown begins).
-    pub stopping: CancellationToken,
-    /// Cancelled when the drain timeout passed: connections end at once.
-    pub force: CancellationToken,
-    pub tracker: TaskTracker,
+    /// Upgrades waiting for JavaScript's hook, by connection id.
+    pub pending_upgrades: Mutex<HashMap<u64, PendingUpgrade>>,
+    pub stats: Arc<Stats>,
+    /// Connections accepted and not yet closed (in any phase), against
+    /// `max_connections`.
+    pub admitted: AtomicUsize,
+    /// Set when graceful shutdown begins: nothing new is accepted.
+    pub stopping: AtomicBool,
     next_id: AtomicU64,
     next_worker: AtomicUsize,
 }
@@ -79,17 +81,15 @@ impl ServerState {
         let workers = config.workers.max(1);
         Self {
             queues: (0..workers)
-                .map(|_| Arc::new(EventQueue::new(config.max_worker_queue_bytes)))
+                .map(|worker| Arc::new(EventQueue::new(worker, config.max_worker_queue_bytes)))
                 .collect(),
             worker_stats: (0..workers).map(|_| WorkerStats::default()).collect(),
             connections: RwLock::new(FxHashMap::default()),
             registry: RwLock::new(switchboard_pubsub::Registry::new()),
             pending_upgrades: Mutex::new(HashMap::new()),
-            stats: Stats::default(),
-            permits: Arc::new(Semaphore::new(config.max_connections)),
-            stopping: CancellationToken::new(),
-            force: CancellationToken::new(),
-            tracker: TaskTracker::new(),
+            stats: Arc::new(Stats::default()),
+            admitted: AtomicUsize::new(0),
+            stopping: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             next_worker: AtomicUsize::new(0),
             config,
@@ -105,6 +105,25 @@ impl ServerState {
     /// Round-robin pinning of a new connection to a worker.
     pub fn pick_worker(&self) -> usize {
         self.next_worker.fetch_add(1, Ordering::Relaxed) % self.queues.len()
+    }
+
+    /// Count a new connection in, unless `max_connections` are in already.
+    pub fn admit(&self) -> bool {
+        let max = self.config.max_connections;
+        self.admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// A connection counted by [`ServerState::admit`] is gone.
+    pub fn release(&self) {
+        self.admitted.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     pub fn connection(&self, id: u64) -> Option<Arc<Connection>> {

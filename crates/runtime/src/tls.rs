@@ -1,32 +1,28 @@
-//! TLS for protocol listeners: rustls (with the `ring` provider) driven
-//! through the same readiness calls as a plain socket, so one session loop
-//! serves TCP, Unix and TLS connections.
+//! TLS for every listener: rustls (with the `ring` provider) driven through
+//! the same non-blocking calls as a plain socket, so one reactor serves
+//! TCP, Unix and TLS connections alike.
 //!
-//! [`TlsSocket`] keeps the rustls state machine next to the TCP stream.
-//! Reading pulls ciphertext with `try_read` and hands out plaintext;
-//! writing puts plaintext into rustls and pushes the records out with
-//! `try_write`. Records rustls could not write yet (the socket was full)
-//! stay in it; the session sees them through
-//! [`Socket::has_buffered_output`] and keeps waiting for writability, so
-//! nothing is left behind when the session itself has nothing more to send.
+//! [`TlsStream`] keeps the rustls state machine next to the TCP stream.
+//! Reading pulls ciphertext from the socket and hands out plaintext;
+//! writing puts plaintext into rustls and pushes the records out. Records
+//! rustls could not write yet (the socket was full) stay in it; the
+//! reactor sees them through `Stream::has_buffered_output` and keeps
+//! flushing on writability, so nothing is left behind when the session
+//! itself has nothing more to send.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::io::{self, IoSlice, Read, Write};
+use std::net::Shutdown;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use mio::net::TcpStream;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::{RootCertStore, ServerConfig, ServerConnection};
-use tokio::io::Interest;
-use tokio::net::TcpStream;
-
-use crate::socket::Socket;
 
 /// A certificate chain and its private key, PEM-encoded.
 #[derive(Clone)]
@@ -42,7 +38,7 @@ impl fmt::Debug for CertificatePem {
     }
 }
 
-/// How a protocol listener does TLS.
+/// How a listener does TLS.
 #[derive(Clone, Debug)]
 pub struct TlsOptions {
     /// The certificate for clients that send no server name, or one no
@@ -151,48 +147,26 @@ pub struct TlsInfo {
     pub peer_certificate: Vec<u8>,
 }
 
-/// A TLS server connection over TCP, with the readiness interface of
-/// [`Socket`].
-pub(crate) struct TlsSocket {
+/// A TLS server connection over a non-blocking TCP stream.
+pub(crate) struct TlsStream {
     tcp: TcpStream,
-    tls: Mutex<ServerConnection>,
+    tls: ServerConnection,
 }
 
-/// `io::Read`/`io::Write` over the TCP stream's non-blocking calls, for
-/// rustls's `read_tls`/`write_tls`.
-struct Raw<'a>(&'a TcpStream);
-
-impl Read for Raw<'_> {
-    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        self.0.try_read(buffer)
-    }
-}
-
-impl Write for Raw<'_> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.try_write(bytes)
-    }
-    fn write_vectored(&mut self, slices: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.0.try_write_vectored(slices)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl TlsSocket {
+impl TlsStream {
     pub(crate) fn new(tcp: TcpStream, config: Arc<ServerConfig>) -> io::Result<Self> {
         let tls = ServerConnection::new(config).map_err(io::Error::other)?;
-        Ok(Self {
-            tcp,
-            tls: Mutex::new(tls),
-        })
+        Ok(Self { tcp, tls })
+    }
+
+    pub(crate) fn tcp_mut(&mut self) -> &mut TcpStream {
+        &mut self.tcp
     }
 
     /// Push out whatever records rustls holds; `Ok` when the socket is full.
-    fn flush_records(&self, tls: &mut ServerConnection) -> io::Result<()> {
-        while tls.wants_write() {
-            match tls.write_tls(&mut Raw(&self.tcp)) {
+    pub(crate) fn flush_records(&mut self) -> io::Result<()> {
+        while self.tls.wants_write() {
+            match self.tls.write_tls(&mut self.tcp) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -202,79 +176,54 @@ impl TlsSocket {
         Ok(())
     }
 
-    fn has_plaintext(&self) -> bool {
-        let mut tls = self.tls.lock();
-        // `process_new_packets` on no new input only reports the state.
-        tls.process_new_packets()
-            .map(|state| state.plaintext_bytes_to_read() > 0 || state.peer_has_closed())
-            .unwrap_or(true)
-    }
-}
-
-impl Socket for TlsSocket {
-    fn readable(&self) -> impl Future<Output = io::Result<()>> + Send {
-        let ready_now = self.has_plaintext();
-        async move {
-            if ready_now {
-                return Ok(());
-            }
-            self.tcp.readable().await
-        }
-    }
-
-    fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
-        self.tcp.writable()
-    }
-
-    fn try_read(&self, buffer: &mut [u8]) -> io::Result<usize> {
-        let mut tls = self.tls.lock();
+    pub(crate) fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         loop {
-            match tls.reader().read(buffer) {
+            match self.tls.reader().read(buffer) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
-            // No plaintext: take ciphertext from the socket (WouldBlock
-            // goes to the caller, and clears the socket's readiness).
-            if tls.read_tls(&mut Raw(&self.tcp))? == 0 {
+            // No plaintext: take ciphertext from the socket (WouldBlock goes
+            // to the caller).
+            if self.tls.read_tls(&mut self.tcp)? == 0 {
                 return Ok(0);
             }
-            if let Err(error) = tls.process_new_packets() {
+            if let Err(error) = self.tls.process_new_packets() {
                 // The alert rustls queued tells the peer why.
-                let _ = self.flush_records(&mut tls);
+                let _ = self.flush_records();
                 return Err(io::Error::new(io::ErrorKind::InvalidData, error));
             }
             // Handshake messages (and key updates) to answer.
-            self.flush_records(&mut tls)?;
+            self.flush_records()?;
         }
     }
 
-    fn try_write_vectored(&self, slices: &[IoSlice<'_>]) -> io::Result<usize> {
-        let mut tls = self.tls.lock();
+    pub(crate) fn write_vectored(&mut self, slices: &[IoSlice<'_>]) -> io::Result<usize> {
         // Earlier records first; while they wait, take no more plaintext, so
         // what rustls buffers stays bounded by one round of writes.
-        self.flush_records(&mut tls)?;
-        if tls.wants_write() {
+        self.flush_records()?;
+        if self.tls.wants_write() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        let accepted = tls.writer().write_vectored(slices)?;
-        self.flush_records(&mut tls)?;
+        let accepted = self.tls.writer().write_vectored(slices)?;
+        self.flush_records()?;
         Ok(accepted)
     }
 
-    fn try_io<R>(&self, _interest: Interest, f: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
-        // No readiness trick here: a short read may have come from rustls's
-        // buffer while the socket still has data. The TCP calls inside clear
-        // the readiness themselves when they really would block.
-        f()
+    pub(crate) fn has_buffered_output(&self) -> bool {
+        self.tls.wants_write()
     }
 
-    fn has_buffered_output(&self) -> bool {
-        self.tls.lock().wants_write()
+    /// The close_notify and whatever else is pending, as far as the socket
+    /// takes it now, then the TCP half-close.
+    pub(crate) fn shutdown_write(&mut self) -> io::Result<()> {
+        self.tls.send_close_notify();
+        let _ = self.flush_records();
+        self.tcp.shutdown(Shutdown::Write)
     }
 
-    fn tls_info(&self) -> Option<TlsInfo> {
-        let tls = self.tls.lock();
+    pub(crate) fn info(&self) -> Option<TlsInfo> {
+        let tls = &self.tls;
         if tls.is_handshaking() {
             return None;
         }
@@ -298,22 +247,5 @@ impl Socket for TlsSocket {
                 .map(|leaf| leaf.to_vec())
                 .unwrap_or_default(),
         })
-    }
-
-    async fn shutdown(&mut self) -> io::Result<()> {
-        self.tls.lock().send_close_notify();
-        // Best effort: the close_notify and whatever is left, then FIN.
-        for _ in 0..16 {
-            let pending = {
-                let mut tls = self.tls.lock();
-                self.flush_records(&mut tls)?;
-                tls.wants_write()
-            };
-            if !pending {
-                break;
-            }
-            self.tcp.writable().await?;
-        }
-        tokio::io::AsyncWriteExt::shutdown(&mut self.tcp).await
     }
 }

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+
+use crate::wake::IoWaker;
 
 pub mod record;
 
@@ -40,6 +41,12 @@ thread_local! {
     static DEFERRED: RefCell<Vec<Arc<EventQueue>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Mark the calling thread as an I/O thread: its pushes leave the wake-up
+/// to [`wake_deferred`], which its loop calls once per turn.
+pub fn defer_wakes_on_this_thread() {
+    DEFERRING.with(|deferring| deferring.set(true));
+}
+
 /// Wake the workers of every queue this thread deferred. The runtime calls
 /// it when an I/O thread is about to park (it has handled every ready
 /// socket), so one read turn over many connections costs each worker one
@@ -47,7 +54,6 @@ thread_local! {
 /// thread after a message or two when both share a core: a context switch
 /// per couple of messages, which dominated the echo profile.
 pub fn wake_deferred() {
-    DEFERRING.with(|deferring| deferring.set(true));
     DEFERRED.with(|list| {
         for queue in list.borrow_mut().drain(..) {
             queue.wake();
@@ -87,20 +93,24 @@ pub struct EventQueue {
     waker: Mutex<Option<Waker>>,
     /// Capacity for the next batch's buffer: the last batch's size.
     capacity_hint: AtomicUsize,
-    /// Signalled when the worker drained: producers waiting for room retry.
-    room: Notify,
+    /// I/O threads with connections that stopped reading because this queue
+    /// was full: told when the worker drains it.
+    waiting_for_room: Mutex<Vec<Arc<dyn IoWaker>>>,
     capacity: usize,
+    /// The worker this queue feeds.
+    worker: usize,
 }
 
 impl EventQueue {
-    pub fn new(capacity: usize) -> Self {
+    pub fn new(worker: usize, capacity: usize) -> Self {
         Self {
             buffer: Mutex::new(Drained::default()),
             queued_bytes: AtomicUsize::new(0),
             wake_pending: AtomicBool::new(false),
             capacity_hint: AtomicUsize::new(MIN_BATCH_CAPACITY),
             waker: Mutex::new(None),
-            room: Notify::new(),
+            waiting_for_room: Mutex::new(Vec::new()),
+            worker,
             capacity,
         }
     }
@@ -203,7 +213,10 @@ impl EventQueue {
                 .clamp(MIN_BATCH_CAPACITY, MAX_BATCH_CAPACITY),
             Ordering::Relaxed,
         );
-        self.room.notify_waiters();
+        let waiting = std::mem::take(&mut *self.waiting_for_room.lock());
+        for waker in waiting {
+            waker.room(self.worker);
+        }
         taken
     }
 
@@ -216,17 +229,26 @@ impl EventQueue {
         self.queued_bytes.load(Ordering::SeqCst)
     }
 
-    /// Wait until the queue is below its capacity. Connection tasks call this
-    /// before reading more from their socket, so a slow worker slows its own
-    /// clients down (through TCP) instead of growing memory.
-    pub async fn wait_for_room(&self) {
-        loop {
-            let notified = self.room.notified();
-            if self.queued_bytes() < self.capacity {
-                return;
-            }
-            notified.await;
+    /// Whether the queue is at or past its capacity: connections then stop
+    /// reading, so a slow worker slows its own clients down (through TCP)
+    /// instead of growing memory.
+    pub fn is_full(&self) -> bool {
+        self.queued_bytes() >= self.capacity
+    }
+
+    /// Tell `waker` (once) when the worker next drains the queue. Returns
+    /// false when there is room already (nothing to wait for).
+    pub fn wait_for_room(&self, waker: &Arc<dyn IoWaker>) -> bool {
+        let mut waiting = self.waiting_for_room.lock();
+        // Checked under the lock `drain` takes too: no drain can slip
+        // between the check and the registration.
+        if !self.is_full() {
+            return false;
         }
+        if !waiting.iter().any(|w| Arc::ptr_eq(w, waker)) {
+            waiting.push(waker.clone());
+        }
+        true
     }
 }
 
@@ -242,7 +264,7 @@ mod tests {
 
     #[test]
     fn one_wake_per_batch_and_layout() {
-        let queue = Arc::new(EventQueue::new(1024));
+        let queue = Arc::new(EventQueue::new(0, 1024));
         let wakes = Arc::new(AtomicU32::new(0));
         let counter = wakes.clone();
         queue.set_waker(Some(Arc::new(move || {
@@ -263,7 +285,7 @@ mod tests {
 
     #[test]
     fn owned_buffers_are_handed_over_by_index_and_count_as_queued() {
-        let queue = Arc::new(EventQueue::new(1024));
+        let queue = Arc::new(EventQueue::new(0, 1024));
         queue.push(&drain(1));
         let big = vec![7u8; 100_000];
         queue.push_owned(2, true, big);
@@ -299,7 +321,7 @@ mod tests {
 
     #[test]
     fn events_before_a_waker_are_delivered_when_it_attaches() {
-        let queue = Arc::new(EventQueue::new(1024));
+        let queue = Arc::new(EventQueue::new(0, 1024));
         queue.push(&drain(1));
         let wakes = Arc::new(AtomicU32::new(0));
         let counter = wakes.clone();
@@ -312,14 +334,13 @@ mod tests {
     #[test]
     fn an_io_thread_wakes_once_per_turn_or_past_the_threshold() {
         std::thread::spawn(|| {
-            let queue = Arc::new(EventQueue::new(usize::MAX));
+            let queue = Arc::new(EventQueue::new(0, usize::MAX));
             let wakes = Arc::new(AtomicU32::new(0));
             let counter = wakes.clone();
             queue.set_waker(Some(Arc::new(move || {
                 counter.fetch_add(1, Ordering::SeqCst);
             })));
-            // The first park marks this thread as an I/O thread.
-            wake_deferred();
+            defer_wakes_on_this_thread();
             for n in 0..10u64 {
                 queue.push(&drain(n));
             }

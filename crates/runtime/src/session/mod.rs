@@ -34,10 +34,11 @@ mod tests;
 use crate::connection::{Connection, ConnectionKind};
 use crate::errors::{self, Failure};
 use crate::events::{EventQueue, Record, TlsRecord, Transport, NO_ROUTE};
-use crate::outbound::{Eviction, OutItem, Outbound};
+use crate::outbound::{Eviction, OutItem, Outbound, Taken};
 use crate::state::ServerState;
 use crate::stats;
 use crate::tls::TlsInfo;
+use crate::wake::WakeTarget;
 use rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use timers::Liveness;
 use writes::WriteQueue;
@@ -99,14 +100,14 @@ pub(crate) enum Step {
     End,
 }
 
-/// The decoder of the session's kind.
+/// The decoder of the session's kind. A WebSocket's decoder is a few words
+/// when idle and lives inline; the protocol's readers are boxed, so plain
+/// WebSocket sessions are not sized for them.
 enum Reader {
-    /// Boxed: the WebSocket decoder's inline buffers (~480 bytes) would
-    /// otherwise size every protocol stream's session too.
-    WebSocket(Box<Decoder>),
+    WebSocket(Decoder),
     /// The protocol's frames inside WebSocket binary messages.
-    RpcWebSocket(Box<Decoder>, RpcReader),
-    RpcStream(RpcReader),
+    RpcWebSocket(Box<(Decoder, RpcReader)>),
+    RpcStream(Box<RpcReader>),
 }
 
 /// What `RPC_OPEN` reports, kept until the HELLO arrives.
@@ -129,7 +130,6 @@ pub(crate) struct Session {
 pub(crate) struct Machine {
     connection: Arc<Connection>,
     server: Arc<ServerState>,
-    queue: Arc<EventQueue>,
     phase: Phase,
     route: Option<u16>,
     writes: WriteQueue,
@@ -137,7 +137,8 @@ pub(crate) struct Machine {
     compressor: Option<Box<Compressor>>,
     /// The code and reason the `close` event reports: the first decided
     /// (a close frame, an error, a GO_AWAY), unless a termination overrides.
-    outcome: Option<(u16, String)>,
+    /// Boxed: decided only when the connection ends.
+    outcome: Option<Box<(u16, String)>>,
     /// The highest call id of the peer's (the last call id of a GO_AWAY).
     peer_last_call_id: u64,
     opening: Option<Box<Opening>>,
@@ -147,7 +148,12 @@ impl Session {
     /// Open the session: the connection becomes reachable by other threads,
     /// and a WebSocket's worker hears `OPEN` (a protocol connection's hears
     /// `RPC_OPEN` once its HELLO is accepted).
-    pub(crate) fn start(accepted: Accepted, server: Arc<ServerState>, now: Instant) -> Self {
+    pub(crate) fn start(
+        accepted: Accepted,
+        server: Arc<ServerState>,
+        waker: WakeTarget,
+        now: Instant,
+    ) -> Self {
         let config = &server.config;
         let route = accepted.route.map(|i| &config.routes[i]);
         let rpc = &config.rpc;
@@ -167,10 +173,11 @@ impl Session {
             id: accepted.id,
             worker: accepted.worker,
             kind,
-            outbound: Outbound::new(max_backpressure, slow_consumer),
+            outbound: Outbound::new(max_backpressure, slow_consumer, waker),
+            stats: server.stats.clone(),
         });
         server.register(&connection);
-        let queue = server.queues[accepted.worker].clone();
+        let queue = &server.queues[accepted.worker];
         let route_index = accepted.route.map(|i| i as u16);
         if !kind.is_rpc() {
             queue.push(&Record::Open {
@@ -193,7 +200,7 @@ impl Session {
             if let Some(params) = &accepted.deflate {
                 decoder.set_decompressor(Decompressor::new(params, Role::Server));
             }
-            Box::new(decoder)
+            decoder
         };
         let reader = match kind {
             ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
@@ -201,7 +208,7 @@ impl Session {
             }
             // A protocol client may send any frame our WELCOME allows, and a
             // message holds whole frames (docs/protocol.md §2).
-            ConnectionKind::RpcWebSocket => Reader::RpcWebSocket(
+            ConnectionKind::RpcWebSocket => Reader::RpcWebSocket(Box::new((
                 websocket_decoder(
                     route
                         .map_or(0, |r| r.max_payload_length)
@@ -209,8 +216,10 @@ impl Session {
                         .max(MAX_BATCH_BYTES),
                 ),
                 RpcReader::new(max_frame_size),
-            ),
-            ConnectionKind::RpcStream => Reader::RpcStream(RpcReader::new(max_frame_size)),
+            ))),
+            ConnectionKind::RpcStream => {
+                Reader::RpcStream(Box::new(RpcReader::new(max_frame_size)))
+            }
         };
         let phase = if kind.is_rpc() {
             Phase::Handshake {
@@ -236,7 +245,6 @@ impl Session {
                     .as_ref()
                     .map(|params| Box::new(Compressor::new(params, Role::Server))),
                 connection,
-                queue,
                 phase,
                 route: route_index,
                 writes: WriteQueue::default(),
@@ -253,8 +261,10 @@ impl Session {
         &self.machine.connection
     }
 
-    pub(crate) fn server(&self) -> &Arc<ServerState> {
-        &self.machine.server
+    /// Queue bytes to go out before anything else (the `101` of an
+    /// upgrade).
+    pub(crate) fn push_first(&mut self, bytes: Vec<u8>) {
+        self.machine.writes.push_preamble(bytes::Bytes::from(bytes));
     }
 
     #[cfg(test)]
@@ -277,7 +287,8 @@ impl Session {
                     machine.websocket_failed(error.close_code(), error.code(), now);
                 }
             }
-            Reader::RpcWebSocket(decoder, reader) => {
+            Reader::RpcWebSocket(readers) => {
+                let (decoder, reader) = &mut **readers;
                 let outcome =
                     decoder.feed(bytes, |event| machine.on_rpc_message(event, reader, now));
                 if let Err(error) = outcome {
@@ -297,14 +308,37 @@ impl Session {
         self.machine.on_eof()
     }
 
-    /// What other threads queued, and the eviction they asked for.
+    /// What other threads queued (`taken` says how), and the eviction
+    /// they asked for.
     pub(crate) fn on_outbound(
         &mut self,
         items: &mut VecDeque<OutItem>,
-        eviction: Option<Eviction>,
+        taken: Taken,
         now: Instant,
     ) -> Step {
-        self.machine.on_outbound(items, eviction, now)
+        if taken.front_partial {
+            // Another thread began writing it; nothing may come before its
+            // rest, not even our own frames.
+            match items.pop_front() {
+                Some(OutItem::Frame(rest)) => self.machine.writes.push_partial_front(rest),
+                Some(OutItem::Coalesced(rest)) => {
+                    self.machine.writes.push_partial_front(rest.freeze())
+                }
+                Some(other) => items.push_front(other),
+                None => {}
+            }
+        }
+        self.machine.on_outbound(items, taken.eviction, now)
+    }
+
+    /// Whether other threads may write this connection's frames straight
+    /// to its socket: it is open (or draining), frames what it is sent as
+    /// sent (no compression), and has nothing of its own in flight.
+    pub(crate) fn allows_direct_writes(&self) -> bool {
+        let machine = &self.machine;
+        matches!(machine.phase, Phase::Open | Phase::Draining { .. })
+            && machine.kind() != ConnectionKind::WebSocketDeflate
+            && machine.writes.is_empty()
     }
 
     /// The server begins a graceful shutdown.
@@ -315,7 +349,7 @@ impl Session {
     /// The drain timeout passed: the connection ends now; returns what its
     /// close event reports.
     pub(crate) fn on_force(&mut self) -> (u16, String) {
-        self.machine.outcome.take().unwrap_or_else(|| {
+        self.machine.outcome.take().map(|o| *o).unwrap_or_else(|| {
             (
                 errors::SERVER_SHUTDOWN.status,
                 errors::SERVER_SHUTDOWN.code.into(),
@@ -336,11 +370,6 @@ impl Session {
     /// Whether the session reads more input.
     pub(crate) fn wants_read(&self) -> bool {
         self.machine.wants_read()
-    }
-
-    /// Whether frames wait to be written.
-    pub(crate) fn wants_write(&self) -> bool {
-        !self.machine.writes.is_empty()
     }
 
     /// Write what is queued through `write` (a vectored, non-blocking write
@@ -387,9 +416,10 @@ impl Session {
 
     /// The connection is over: it leaves the server's table and its
     /// channels, and its worker hears `CLOSE` with `outcome` (what was
-    /// decided, else the fallback given).
+    /// decided, else the fallback given). (Dropping the session closes its
+    /// outbound queue too.)
     pub(crate) fn finish(mut self, fallback: (u16, String)) {
-        let (code, reason) = self.machine.outcome.take().unwrap_or(fallback);
+        let (code, reason) = self.machine.outcome.take().map_or(fallback, |o| *o);
         self.machine
             .server
             .unregister(&self.machine.connection, code, &reason);
@@ -399,6 +429,18 @@ impl Session {
 impl Machine {
     fn config(&self) -> &crate::ServerConfig {
         &self.server.config
+    }
+
+    /// The event queue of the connection's worker.
+    fn queue(&self) -> &Arc<EventQueue> {
+        &self.server.queues[self.connection.worker]
+    }
+
+    /// Decide what the `close` event reports, unless it is decided already.
+    fn settle(&mut self, code: u16, reason: &str) {
+        if self.outcome.is_none() {
+            self.outcome = Some(Box::new((code, reason.to_owned())));
+        }
     }
 
     fn kind(&self) -> ConnectionKind {
@@ -424,7 +466,7 @@ impl Machine {
         match self.phase {
             // Our close is queued: finish writing it, read no more.
             Phase::Closing { deadline, .. } => {
-                self.outcome.get_or_insert((1006, String::new()));
+                self.settle(1006, "");
                 self.phase = Phase::Closing {
                     deadline,
                     reading: false,
@@ -440,7 +482,7 @@ impl Machine {
                 } else {
                     1006
                 };
-                self.outcome.get_or_insert((code, String::new()));
+                self.settle(code, "");
                 Step::End
             }
         }
@@ -454,7 +496,7 @@ impl Machine {
     ) -> Step {
         match eviction {
             Some(Eviction::Terminate) => {
-                self.outcome = Some((1006, "terminated".into()));
+                self.outcome = Some(Box::new((1006, "terminated".into())));
                 return Step::End;
             }
             Some(Eviction::SlowConsumer) => self.fail(errors::WS_SLOW_CONSUMER, now),
@@ -541,7 +583,7 @@ impl Machine {
             deadline: self.close_deadline(now),
             reading: false,
         };
-        self.outcome.get_or_insert((code, reason.to_owned()));
+        self.settle(code, reason);
     }
 
     /// The server is shutting down. A WebSocket (either kind) starts its
@@ -560,8 +602,7 @@ impl Machine {
                 self.phase = Phase::Draining {
                     deadline: self.close_deadline(now),
                 };
-                self.outcome
-                    .get_or_insert((errors::GOING_AWAY.status, errors::GOING_AWAY.code.into()));
+                self.settle(errors::GOING_AWAY.status, errors::GOING_AWAY.code);
             }
         }
     }
@@ -571,7 +612,7 @@ impl Machine {
         let all_written = self.writes.flush(write, outbound, &self.server.stats)?;
         outbound.set_congested(!all_written);
         if all_written && outbound.take_drain_wanted() && !self.is_closing() {
-            self.queue.push(&Record::Drain {
+            self.queue().push(&Record::Drain {
                 id: self.connection.id,
             });
         }
@@ -589,7 +630,7 @@ impl Machine {
 
     fn deliver(&mut self, payload: &[u8], binary: bool) {
         self.count_message_in();
-        self.queue.push(&Record::Message {
+        self.queue().push(&Record::Message {
             id: self.connection.id,
             binary,
             payload,
@@ -599,7 +640,7 @@ impl Machine {
     /// A binary message in its own buffer, handed to the worker as it is.
     fn deliver_owned(&mut self, payload: Vec<u8>) {
         self.count_message_in();
-        self.queue.push_owned(self.connection.id, true, payload);
+        self.queue().push_owned(self.connection.id, true, payload);
     }
 
     /// The idle timeout and ping interval of this connection.
@@ -617,5 +658,14 @@ impl Machine {
                 (route.idle_timeout, route.ping_interval)
             }
         }
+    }
+}
+
+impl Drop for Session {
+    /// However the session ends (`finish`, or dropped with its I/O thread),
+    /// no other thread may write to its socket afterwards: the socket
+    /// closes after this.
+    fn drop(&mut self) {
+        self.machine.connection.outbound.close();
     }
 }

@@ -75,7 +75,7 @@ impl Machine {
             ),
             None => unreachable!("a protocol session keeps its opening until the HELLO"),
         };
-        self.queue.push(&Record::RpcOpen {
+        self.queue().push(&Record::RpcOpen {
             id: self.connection.id,
             route,
             transport,

@@ -15,6 +15,7 @@ use switchboard_proto::ws::{Decoder, DecoderConfig, Event, Flow, OpCode, Role};
 use super::*;
 use crate::config::{RouteConfig, ServerConfig, SlowConsumerPolicy};
 use crate::outbound::SendStatus;
+use crate::wake::WakeTarget;
 
 const MASK: Option<[u8; 4]> = Some([1, 2, 3, 4]);
 
@@ -55,7 +56,7 @@ fn start(config: ServerConfig, kind: ConnectionKind) -> Harness {
         deflate: None,
         tls: None,
     };
-    let session = Session::start(accepted, server.clone(), t0);
+    let session = Session::start(accepted, server.clone(), WakeTarget::none(), t0);
     Harness {
         server,
         session,
@@ -87,9 +88,9 @@ impl Harness {
     /// Queue `item` as another thread would, and hand the queue over.
     fn outbound(&mut self, ms: u64) -> Step {
         let mut items = VecDeque::new();
-        let eviction = self.session.connection().outbound.take(&mut items);
+        let taken = self.session.connection().outbound.take(&mut items);
         let now = self.at(ms);
-        self.session.on_outbound(&mut items, eviction, now)
+        self.session.on_outbound(&mut items, taken, now)
     }
 
     fn flush(&mut self) {

@@ -85,7 +85,7 @@ impl Machine {
                         None => Vec::new(),
                     };
                     self.push_frame(framing::frame_control(OpCode::Close, &payload));
-                    self.outcome = Some((code, frame.reason.to_owned()));
+                    self.outcome = Some(Box::new((code, frame.reason.to_owned())));
                 }
                 self.phase = Phase::Closed;
                 return Flow::Stop;
@@ -111,7 +111,7 @@ impl Machine {
             deadline: self.close_deadline(now),
             reading: true,
         };
-        self.outcome.get_or_insert((code, reason.to_owned()));
+        self.settle(code, reason);
     }
 
     /// Frame a message this connection sends alone, compressed when it

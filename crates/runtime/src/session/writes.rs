@@ -2,6 +2,9 @@
 //! vectored flush. Every byte here is counted in the connection's
 //! `Outbound::buffered` (what `bufferedAmount` and the backpressure limit
 //! see) until it is written or dropped.
+//!
+//! An idle connection's queue is one null pointer: the queue's state is
+//! allocated when a frame is queued and freed when the last one is out.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
@@ -17,10 +20,19 @@ const MAX_IO_SLICES: usize = 64;
 
 #[derive(Default)]
 pub(crate) struct WriteQueue {
+    queued: Option<Box<Queued>>,
+}
+
+#[derive(Default)]
+struct Queued {
     frames: VecDeque<Bytes>,
     /// The front of `frames` is partly written: the peer already has its
     /// first bytes, so it must go out whole before anything else.
     front_partial: bool,
+    /// Bytes at the front of `frames` that are not the connection's own
+    /// traffic (the `101` of an upgrade): written first, counted neither in
+    /// `buffered` nor in `bytesOut`.
+    preamble: usize,
     /// A pong not yet in `frames`, owed once pongs no longer fit under the
     /// connection's backpressure limit. A newer ping replaces it, so a peer
     /// that pings and does not read costs one pong, not one per ping.
@@ -29,27 +41,87 @@ pub(crate) struct WriteQueue {
 
 impl WriteQueue {
     pub(crate) fn is_empty(&self) -> bool {
-        self.frames.is_empty() && self.pong.is_none()
+        self.queued.is_none()
+    }
+
+    fn queued(&mut self) -> &mut Queued {
+        self.queued.get_or_insert_with(Box::default)
+    }
+
+    /// Queue bytes that go out before everything else and are not counted
+    /// as the connection's traffic.
+    pub(crate) fn push_preamble(&mut self, bytes: Bytes) {
+        let queued = self.queued();
+        queued.preamble += bytes.len();
+        queued.frames.push_front(bytes);
+    }
+
+    /// Queue, ahead of everything, the rest of a frame another thread began
+    /// to write (a direct write cut short): it must go out whole first.
+    pub(crate) fn push_partial_front(&mut self, rest: Bytes) {
+        let queued = self.queued();
+        queued.frames.push_front(rest);
+        queued.front_partial = true;
     }
 
     /// Queue a frame already counted in `buffered` (it came through the
     /// outbound queue).
     pub(crate) fn push_counted(&mut self, frame: Bytes) {
-        self.frames.push_back(frame);
+        self.queued().frames.push_back(frame);
     }
 
     /// Queue a frame of the session's own (a reply, a close frame).
     pub(crate) fn push_own(&mut self, frame: Bytes, outbound: &Outbound) {
         outbound.account(frame.len());
-        self.frames.push_back(frame);
+        self.queued().frames.push_back(frame);
     }
 
     /// Answer a ping. While the connection keeps up every ping gets its
     /// pong, in order; past its backpressure limit only the latest is owed
     /// (RFC 6455 §5.5.3 allows it), replacing one still waiting.
     pub(crate) fn push_pong(&mut self, pong: Bytes, outbound: &Outbound) {
+        self.queued().push_pong(pong, outbound);
+    }
+
+    /// Drop every frame not yet on the wire (see [`Queued::drop_unsent`]).
+    pub(crate) fn drop_unsent(&mut self, outbound: &Outbound) {
+        if let Some(queued) = &mut self.queued {
+            queued.drop_unsent(outbound);
+            if queued.is_empty() {
+                self.queued = None;
+            }
+        }
+    }
+
+    /// Write without waiting through `write`; returns whether everything
+    /// went out (`Ok(false)`: the socket is full). An emptied queue frees
+    /// its memory.
+    pub(crate) fn flush(
+        &mut self,
+        write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+        outbound: &Outbound,
+        stats: &Stats,
+    ) -> io::Result<bool> {
+        let Some(queued) = &mut self.queued else {
+            return Ok(true);
+        };
+        let all_written = queued.flush(write, outbound, stats)?;
+        if all_written {
+            self.queued = None;
+        }
+        Ok(all_written)
+    }
+}
+
+impl Queued {
+    fn is_empty(&self) -> bool {
+        self.frames.is_empty() && self.pong.is_none()
+    }
+
+    fn push_pong(&mut self, pong: Bytes, outbound: &Outbound) {
         if self.pong.is_none() && outbound.buffered() + pong.len() <= outbound.max_backpressure() {
-            self.push_own(pong, outbound);
+            outbound.account(pong.len());
+            self.frames.push_back(pong);
             return;
         }
         outbound.account(pong.len());
@@ -61,16 +133,15 @@ impl WriteQueue {
     /// Drop every frame not yet on the wire, except one already partly
     /// written: the frame after it would be read as the rest of its
     /// payload.
-    pub(crate) fn drop_unsent(&mut self, outbound: &Outbound) {
-        let keep = usize::from(self.front_partial);
+    fn drop_unsent(&mut self, outbound: &Outbound) {
+        // The preamble (a `101`) is never dropped: what follows needs it.
+        let keep = usize::from(self.front_partial || self.preamble > 0);
         let dropped: usize = self.frames.drain(keep..).map(|f| f.len()).sum::<usize>()
             + self.pong.take().map_or(0, |p| p.len());
         outbound.written(dropped);
     }
 
-    /// Write without waiting through `write`; returns whether everything
-    /// went out (`Ok(false)`: the socket is full).
-    pub(crate) fn flush(
+    fn flush(
         &mut self,
         mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
         outbound: &Outbound,
@@ -92,8 +163,10 @@ impl WriteQueue {
             match write(&slices[..count]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
-                    outbound.written(n);
-                    stats::add(&stats.bytes_out, n as u64);
+                    let preamble = n.min(self.preamble);
+                    self.preamble -= preamble;
+                    outbound.written(n - preamble);
+                    stats::add(&stats.bytes_out, (n - preamble) as u64);
                     self.advance(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -126,7 +199,11 @@ mod tests {
     use crate::config::SlowConsumerPolicy;
 
     fn outbound() -> Outbound {
-        Outbound::new(1 << 20, SlowConsumerPolicy::Drop)
+        Outbound::new(
+            1 << 20,
+            SlowConsumerPolicy::Drop,
+            crate::wake::WakeTarget::none(),
+        )
     }
 
     #[test]
@@ -184,7 +261,7 @@ mod tests {
 
     #[test]
     fn past_the_limit_only_the_latest_pong_is_owed_and_it_goes_ahead() {
-        let out = Outbound::new(4, SlowConsumerPolicy::Drop);
+        let out = Outbound::new(4, SlowConsumerPolicy::Drop, crate::wake::WakeTarget::none());
         let stats = Stats::default();
         let mut queue = WriteQueue::default();
         queue.push_own(Bytes::from_static(b"data"), &out);
@@ -200,6 +277,25 @@ mod tests {
     }
 
     #[test]
+    fn the_preamble_goes_first_uncounted_and_survives_a_drop() {
+        let out = outbound();
+        let stats = Stats::default();
+        let mut queue = WriteQueue::default();
+        queue.push_own(Bytes::from_static(b"data"), &out);
+        queue.push_preamble(Bytes::from_static(b"101 "));
+        queue.drop_unsent(&out);
+        queue.push_own(Bytes::from_static(b"close"), &out);
+        let mut wire = Vec::new();
+        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert_eq!(wire, b"101 close");
+        assert_eq!(out.buffered(), 0);
+        assert_eq!(
+            stats.bytes_out.load(std::sync::atomic::Ordering::Relaxed),
+            5
+        );
+    }
+
+    #[test]
     fn a_pong_waits_behind_a_frame_already_on_its_way() {
         let out = outbound();
         let stats = Stats::default();
@@ -208,7 +304,7 @@ mod tests {
         queue.push_own(Bytes::from_static(b"bbbb"), &out);
         let mut wire = Vec::new();
         assert!(!queue.flush(socket(&mut wire, 1), &out, &stats).unwrap());
-        queue.pong = Some(Bytes::from_static(b"P"));
+        queue.queued().pong = Some(Bytes::from_static(b"P"));
         out.account(1);
         assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
         assert_eq!(wire, b"aaaaPbbbb");
