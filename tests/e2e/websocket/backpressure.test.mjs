@@ -5,8 +5,8 @@
 import test, { describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { SendStatus } from 'switchboard';
-import { startServer, connect, nextMessage, waitFor } from '../../helpers/index.mjs';
-import { RawClient, frame, closePayload, OP, sleep } from './support.mjs';
+import { startServer, connect, nextMessage, waitFor, clientFrame } from '../../helpers/index.mjs';
+import { RawClient, closePayload, OP, sleep } from './support.mjs';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -221,7 +221,7 @@ describe('backpressure', () => {
       }
       assert.equal(close.code, 1008);
       assert.equal(close.reason, 'ERR_WS_SLOW_CONSUMER');
-      stalled.send(frame(OP.CLOSE, closePayload(1008)));
+      stalled.send(clientFrame(OP.CLOSE, closePayload(1008)));
       await waitFor(() => closes.has('late-reader'), 4000, 'the close handler');
       assert.equal(closes.get('late-reader').code, 1008);
       assert.equal(closes.get('late-reader').reason, 'ERR_WS_SLOW_CONSUMER');
@@ -258,7 +258,7 @@ describe('backpressure', () => {
           [big.length],
           'the big message arrives whole before the close',
         );
-        stalled.send(frame(OP.CLOSE, closePayload(4001)));
+        stalled.send(clientFrame(OP.CLOSE, closePayload(4001)));
         await waitFor(() => closes.has('ending'), 4000, 'the close handler');
         assert.equal(closes.get('ending').code, 4001);
         assert.equal(closes.get('ending').reason, 'bye');
