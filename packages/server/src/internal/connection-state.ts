@@ -5,7 +5,7 @@
  * event: OPEN for WebSocket, RPC_OPEN for the Switchboard protocol) and
  * hands it that connection's later events; what they mean is the state's.
  * A new kind of connection (HTTP requests, SockJS sessions) is one more
- * class of this shape and one more opening event in the dispatcher.
+ * class of this shape and one more opening event in the dispatcher's table.
  */
 import type { NativeServerHandle } from '../native.js';
 import type { CloseEvent, DrainEvent, MessageEvent } from './events.js';

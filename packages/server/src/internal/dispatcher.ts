@@ -1,10 +1,13 @@
 /**
- * Runs one worker's handlers. An opening event (OPEN, RPC_OPEN) creates the
- * connection's state; the connection's later events go to that state.
- * Each state keeps its connection's events in order through a serial
- * queue: when a handler returns a promise, the connection's later events
- * wait for it (other connections do not). A handler that throws or rejects
- * closes only its own connection, and the error is reported.
+ * Runs one worker's handlers. Every event goes to the handler of its kind
+ * (one table entry per native event kind, `HANDLERS`): an opening event
+ * (OPEN, RPC_OPEN) creates the connection's state, and the connection's
+ * later events (MESSAGE, DRAIN, CLOSE) go to that state, whatever its kind
+ * (`connection-state.ts`). Each state keeps its connection's events in
+ * order through a serial queue: when a handler returns a promise, the
+ * connection's later events wait for it (other connections do not). A
+ * handler that throws or rejects closes only its own connection, and the
+ * error is reported.
  */
 import type { App, UpgradeResponse } from '../app.js';
 import { type NativeServerHandle, native } from '../native.js';
@@ -40,7 +43,26 @@ export type { HandlerFailure } from './connection-state.js';
  */
 const DISPATCH_SLICE_MS = 20;
 
+type EventHandlers = {
+  readonly [K in NativeEvent['kind']]: (dispatcher: Dispatcher, event: Extract<NativeEvent, { kind: K }>) => void;
+};
+
 export class Dispatcher {
+  /**
+   * What each kind of native event does: one entry per kind (the type makes
+   * a missing one an error). A new kind of connection is one more opening
+   * event here and a state of the same shape; its messages, drains and
+   * close need no entry of their own.
+   */
+  private static readonly HANDLERS: EventHandlers = {
+    [KIND_UPGRADE]: (d, event) => d.upgrade(event),
+    [KIND_OPEN]: (d, event) => d.openWebSocket(event),
+    [KIND_RPC_OPEN]: (d, event) => d.openRpc(event),
+    [KIND_MESSAGE]: (d, event) => d.connections.get(event.id)?.message(event),
+    [KIND_DRAIN]: (d, event) => d.connections.get(event.id)?.drain(event),
+    [KIND_CLOSE]: (d, event) => d.close(event),
+  };
+
   /** Open connections of every kind, by id. */
   private readonly connections = new Map<number, ConnectionState>();
   /** Data attached by `upgrade`, waiting for the connection's `open`. */
@@ -52,6 +74,8 @@ export class Dispatcher {
   private readonly serverId: number;
   /** What the connection states use of the dispatcher. */
   private readonly host: ConnectionHost;
+  /** Handed to `decodeBatch` for every event: made once, not per batch. */
+  private readonly onEvent: (event: NativeEvent) => void;
 
   constructor(
     private readonly app: App,
@@ -65,6 +89,8 @@ export class Dispatcher {
       report,
       forget: (id) => void this.connections.delete(id),
     };
+    const handlers = Dispatcher.HANDLERS as unknown as Record<number, (dispatcher: Dispatcher, event: NativeEvent) => void>;
+    this.onEvent = (event) => handlers[event.kind]!(this, event);
   }
 
   /**
@@ -101,7 +127,7 @@ export class Dispatcher {
             if (batch.length === 0) return true;
           }
         }
-        const stoppedAt = decodeBatch(batch, (event) => this.onEvent(event), offset, deadline, owned);
+        const stoppedAt = decodeBatch(batch, this.onEvent, offset, deadline, owned);
         if (stoppedAt < batch.length) {
           this.pending = { batch, offset: stoppedAt, owned };
           break;
@@ -138,29 +164,6 @@ export class Dispatcher {
 
   get openConnections(): number {
     return this.connections.size;
-  }
-
-  private onEvent(event: NativeEvent): void {
-    if (event.kind === KIND_RPC_OPEN) {
-      this.openRpc(event);
-      return;
-    }
-    if (event.kind === KIND_UPGRADE) {
-      this.upgrade(event);
-      return;
-    }
-    if (event.kind === KIND_OPEN) {
-      this.openWebSocket(event);
-      return;
-    }
-    if (event.kind === KIND_CLOSE) {
-      this.close(event);
-      return;
-    }
-    const state = this.connections.get(event.id);
-    if (!state) return;
-    if (event.kind === KIND_MESSAGE) state.message(event);
-    else if (event.kind === KIND_DRAIN) state.drain(event);
   }
 
   private openWebSocket(event: OpenEvent): void {
