@@ -92,19 +92,26 @@ export function upgradeRequest(path = '/', extra = '') {
   );
 }
 
-/** A masked client frame. */
-export function clientFrame(opcode, payload, { fin = true, rsv = 0, mask = [1, 2, 3, 4] } = {}) {
+/**
+ * A client frame, masked unless `masked: false`, with every header bit under
+ * the caller's control (`fin`, `rsv`, the opcode, the mask): what a raw
+ * client needs to send well-formed and malformed frames alike. The length
+ * takes the shortest form (7 bits, 16 or 64).
+ */
+export function clientFrame(opcode, payload = Buffer.alloc(0), { fin = true, rsv = 0, masked = true, mask = [0x37, 0xfa, 0x21, 0x3d] } = {}) {
   const data = Buffer.from(payload);
   const head = [((fin ? 0x80 : 0) | (rsv << 4) | opcode) & 0xff];
-  if (data.length < 126) head.push(0x80 | data.length);
-  else if (data.length < 65536) head.push(0x80 | 126, data.length >> 8, data.length & 0xff);
+  const maskBit = masked ? 0x80 : 0;
+  if (data.length < 126) head.push(maskBit | data.length);
+  else if (data.length < 65536) head.push(maskBit | 126, data.length >> 8, data.length & 0xff);
   else {
-    head.push(0x80 | 127, 0, 0, 0, 0);
+    head.push(maskBit | 127, 0, 0, 0, 0);
     head.push((data.length >>> 24) & 0xff, (data.length >>> 16) & 0xff, (data.length >>> 8) & 0xff, data.length & 0xff);
   }
-  const masked = Buffer.alloc(data.length);
-  for (let i = 0; i < data.length; i++) masked[i] = data[i] ^ mask[i % 4];
-  return Buffer.concat([Buffer.from(head), Buffer.from(mask), masked]);
+  if (!masked) return Buffer.concat([Buffer.from(head), data]);
+  const out = Buffer.alloc(data.length);
+  for (let i = 0; i < data.length; i++) out[i] = data[i] ^ mask[i % 4];
+  return Buffer.concat([Buffer.from(head), Buffer.from(mask), out]);
 }
 
 /** Parse the server frames that follow a 101 response in raw bytes. */

@@ -1,11 +1,13 @@
 // RPC connection lifecycle end to end, the real client against the native
 // server (`workers: 0`): server shutdown with GO_AWAY while calls are in
-// flight, a per-connection go-away and reconnect, a forced close, and the
-// client's own graceful close.
+// flight, a per-connection go-away and reconnect, a forced close, the
+// client's own graceful close, and the open hook (async, refusing).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RpcError } from 'switchboard';
+import { randomSeed } from 'switchboard-protocol';
 import { rejectsWith, sleep, startServer, until } from '../fixtures/rpc-e2e.mjs';
+import { HELLO, PREFACE, encodeFrame, rawConnect } from './raw.mjs';
 
 function setup(state) {
   return (rpc) => {
@@ -189,6 +191,42 @@ for (const transport of ['tcp', 'ws']) {
       // A refusal is an answer, not a failure of the server's code.
       assert.deepEqual(rpc.handlerErrors, []);
       await refused.close();
+    } finally {
+      await rpc.close();
+    }
+  });
+}
+
+for (const when of ['sync', 'async']) {
+  test(`calls pipelined behind the HELLO never reach a handler when a ${when} onOpen refuses the client`, async () => {
+    const ran = [];
+    const rpc = await startServer((server) => server.action('echo', (call) => ran.push(call.decode())), {
+      onOpen: (connection) => {
+        const refuse = () => {
+          throw new RpcError('ERR_UNAUTHORIZED', `connection ${connection.id} refused`);
+        };
+        if (when === 'sync') refuse();
+        return sleep(20).then(refuse);
+      },
+    });
+    try {
+      const port = Number(new URL(rpc.urls.tcp).port);
+      const socket = await rawConnect(port);
+      // One write: the calls arrive with the HELLO, before the hook has run.
+      const calls = [1, 2, 3].map((callId) =>
+        encodeFrame({ type: 'message', callId, expectsReply: true, uuid: null, attachments: 0, action: 'echo', payload: Buffer.from(`${callId}`) }),
+      );
+      socket.write(Buffer.concat([PREFACE, encodeFrame({ ...HELLO, seed: randomSeed() }), ...calls]));
+      const frames = [];
+      for (let frame; (frame = await socket.nextFrame()); ) frames.push(frame);
+      assert.deepEqual(
+        frames.map((f) => f.type),
+        ['welcome', 'goAway'],
+      );
+      assert.equal(frames[1].code, 'ERR_UNAUTHORIZED');
+      await until(() => rpc.closed.length === 1, 'the server side closes');
+      assert.deepEqual(ran, [], 'no call of a refused client is dispatched');
+      assert.deepEqual(rpc.handlerErrors, []);
     } finally {
       await rpc.close();
     }

@@ -126,3 +126,17 @@ export type AppSetup = (app: App) => void | Promise<void>;
 export function defineApp(setup: AppSetup): AppSetup {
   return setup;
 }
+
+/**
+ * @internal Import the app module `specifier` (a URL) and run its setup
+ * (the default export, or `setup`) on `app`: in every worker thread, or on
+ * the main thread with `workers: 0`.
+ */
+export async function loadApp(app: App, specifier: string): Promise<void> {
+  const module = (await import(specifier)) as { default?: unknown; setup?: unknown };
+  const setup = module.default ?? module.setup;
+  if (typeof setup !== 'function') {
+    throw new Error(`the app module ${specifier} must export a default function (use defineApp)`);
+  }
+  await (setup as AppSetup)(app);
+}

@@ -5,11 +5,10 @@
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { App, type WebSocketBehavior } from './app.js';
+import { App, type WebSocketBehavior, loadApp } from './app.js';
 import type { RpcService } from './rpc/service.js';
 import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
-import { loadApp } from './internal/protocol.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
 import { DEFAULTS, type ServerOptions, nativeServer } from './options.js';

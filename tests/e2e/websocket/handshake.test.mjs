@@ -5,8 +5,8 @@ import test, { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { UpgradeRejection } from 'switchboard';
-import { startServer, connect, nextMessage, waitFor, WebSocket } from '../../helpers/index.mjs';
-import { httpExchange, requestHead, RawClient, frame, OP, sleep, within, rejectedUpgrade } from './support.mjs';
+import { startServer, connect, nextMessage, waitFor, WebSocket, clientFrame } from '../../helpers/index.mjs';
+import { httpExchange, requestHead, RawClient, OP, sleep, within, rejectedUpgrade } from './support.mjs';
 
 const RFC_KEY = 'dGhlIHNhbXBsZSBub25jZQ==';
 const RFC_ACCEPT = 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=';
@@ -140,7 +140,7 @@ describe('handshake', () => {
   });
 
   test('frames sent together with the request head are processed', async () => {
-    const client = await RawClient.open(port, '/echo', { trailing: frame(OP.TEXT, 'early bird') });
+    const client = await RawClient.open(port, '/echo', { trailing: clientFrame(OP.TEXT, 'early bird') });
     try {
       assert.equal(client.status, 101);
       const f = await client.nextFrame({ opcode: OP.TEXT });
@@ -463,7 +463,7 @@ describe('handshake limits and timeouts', () => {
       // timeout no longer applies once the connection is open.
       const client = await RawClient.open(port, '/echo');
       await sleep(500);
-      client.send(frame(OP.TEXT, 'after the deadline'));
+      client.send(clientFrame(OP.TEXT, 'after the deadline'));
       const f = await client.nextFrame({ opcode: OP.TEXT });
       assert.equal(f.payload.toString(), 'after the deadline');
       client.destroy();

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
 import { once } from 'node:events';
-import { startServer, connect, nextMessage, waitFor } from '../../helpers/index.mjs';
-import { RawClient, frame, closePayload, OP, sleep, within } from './support.mjs';
+import { startServer, connect, nextMessage, waitFor, clientFrame } from '../../helpers/index.mjs';
+import { RawClient, closePayload, OP, sleep, within } from './support.mjs';
 
 /** A route that echoes and tags each connection through the upgrade hook. */
 function taggedEcho(record, extra = {}) {
@@ -198,10 +198,10 @@ describe('messages', () => {
     const t = tag('frag');
     const client = await RawClient.open(port, `/echo?tag=${t}`);
     try {
-      client.send(frame(OP.TEXT, 'Hel', { fin: false }));
-      client.send(frame(OP.PING, 'mid'));
-      client.send(frame(OP.CONT, 'lo ', { fin: false }));
-      client.send(frame(OP.CONT, 'world'));
+      client.send(clientFrame(OP.TEXT, 'Hel', { fin: false }));
+      client.send(clientFrame(OP.PING, 'mid'));
+      client.send(clientFrame(OP.CONT, 'lo ', { fin: false }));
+      client.send(clientFrame(OP.CONT, 'world'));
       const pong = await client.nextFrame();
       assert.equal(pong.opcode, OP.PONG, 'the pong is answered before the message completes');
       assert.equal(pong.payload.toString(), 'mid');
@@ -221,7 +221,7 @@ describe('messages', () => {
   test('a fragmented message sent byte by byte is reassembled', async () => {
     const client = await RawClient.open(port, `/echo?tag=${tag('bytewise')}`);
     try {
-      const bytes = Buffer.concat([frame(OP.BINARY, [1, 2, 3], { fin: false }), frame(OP.CONT, [4, 5])]);
+      const bytes = Buffer.concat([clientFrame(OP.BINARY, [1, 2, 3], { fin: false }), clientFrame(OP.CONT, [4, 5])]);
       for (const byte of bytes) {
         client.send(Buffer.from([byte]));
         await sleep(1);
@@ -275,7 +275,7 @@ describe('messages', () => {
         assert.equal(close.code, 1001);
         assert.equal(close.reason, 'ERR_WS_IDLE_TIMEOUT');
         assert.ok(elapsed >= 250 && elapsed < 2500, `closed after ${elapsed} ms`);
-        client.send(frame(OP.CLOSE, closePayload(1001)));
+        client.send(clientFrame(OP.CLOSE, closePayload(1001)));
         await client.waitEnded(3000);
         assert.deepEqual(await serverClose(t), { code: 1001, reason: 'ERR_WS_IDLE_TIMEOUT' });
       } finally {
@@ -309,7 +309,7 @@ describe('messages', () => {
     const t = tag('close1005');
     const client = await RawClient.open(port, `/echo?tag=${t}`);
     try {
-      client.send(frame(OP.CLOSE));
+      client.send(clientFrame(OP.CLOSE));
       const close = await client.closeFrame();
       assert.equal(close.payload.length, 0);
       await client.waitEnded();
@@ -332,7 +332,7 @@ describe('messages', () => {
     const t = tag('terminate');
     const client = await RawClient.open(port, `/echo?tag=${t}`);
     try {
-      client.send(frame(OP.TEXT, 'please terminate'));
+      client.send(clientFrame(OP.TEXT, 'please terminate'));
       await client.waitEnded(3000);
       assert.equal(client.frames.filter((f) => f.opcode === OP.CLOSE).length, 0, 'no close frame');
       assert.equal((await serverClose(t)).code, 1006);
@@ -348,11 +348,11 @@ describe('messages', () => {
   test('invalid close codes from the client close with 1002', async () => {
     await withBystander(async () => {
       for (const code of [1005, 999, 1006, 1015, 2999, 5000]) {
-        await expectFailure(frame(OP.CLOSE, closePayload(code)), 1002, 'ERR_WS_INVALID_CLOSE_CODE');
+        await expectFailure(clientFrame(OP.CLOSE, closePayload(code)), 1002, 'ERR_WS_INVALID_CLOSE_CODE');
       }
-      await expectFailure(frame(OP.CLOSE, [0x03]), 1002, 'ERR_WS_INVALID_CLOSE_PAYLOAD');
+      await expectFailure(clientFrame(OP.CLOSE, [0x03]), 1002, 'ERR_WS_INVALID_CLOSE_PAYLOAD');
       await expectFailure(
-        frame(OP.CLOSE, Buffer.concat([closePayload(1000), Buffer.from([0xff])])),
+        clientFrame(OP.CLOSE, Buffer.concat([closePayload(1000), Buffer.from([0xff])])),
         1007,
         'ERR_WS_INVALID_UTF8',
       );
@@ -372,9 +372,9 @@ describe('messages', () => {
       // Reassembled fragments count as one message.
       await expectFailure(
         Buffer.concat([
-          frame(OP.BINARY, Buffer.alloc(400), { fin: false }),
-          frame(OP.CONT, Buffer.alloc(400), { fin: false }),
-          frame(OP.CONT, Buffer.alloc(400)),
+          clientFrame(OP.BINARY, Buffer.alloc(400), { fin: false }),
+          clientFrame(OP.CONT, Buffer.alloc(400), { fin: false }),
+          clientFrame(OP.CONT, Buffer.alloc(400)),
         ]),
         1009,
         'ERR_WS_MESSAGE_TOO_BIG',
@@ -387,7 +387,7 @@ describe('messages', () => {
     await withBystander(async () => {
       const fragments = (n) =>
         Buffer.concat(
-          Array.from({ length: n }, (_, i) => frame(i === 0 ? OP.TEXT : OP.CONT, `f${i}`, { fin: i === n - 1 })),
+          Array.from({ length: n }, (_, i) => clientFrame(i === 0 ? OP.TEXT : OP.CONT, `f${i}`, { fin: i === n - 1 })),
         );
       const client = await RawClient.open(port, `/limited?tag=${tag('frags4')}`);
       try {
@@ -403,26 +403,26 @@ describe('messages', () => {
 
   test('invalid UTF-8 in a text message closes with 1007', async () => {
     await withBystander(async () => {
-      await expectFailure(frame(OP.TEXT, [0x68, 0x69, 0xc3, 0x28]), 1007, 'ERR_WS_INVALID_UTF8');
+      await expectFailure(clientFrame(OP.TEXT, [0x68, 0x69, 0xc3, 0x28]), 1007, 'ERR_WS_INVALID_UTF8');
       // Split across fragments: each fragment alone could be a valid prefix.
       await expectFailure(
-        Buffer.concat([frame(OP.TEXT, [0x61, 0xe2, 0x82], { fin: false }), frame(OP.CONT, [0x28])]),
+        Buffer.concat([clientFrame(OP.TEXT, [0x61, 0xe2, 0x82], { fin: false }), clientFrame(OP.CONT, [0x28])]),
         1007,
         'ERR_WS_INVALID_UTF8',
       );
       // Found in the first fragment, without waiting for the rest.
-      await expectFailure(frame(OP.TEXT, [0x61, 0xff], { fin: false }), 1007, 'ERR_WS_INVALID_UTF8');
+      await expectFailure(clientFrame(OP.TEXT, [0x61, 0xff], { fin: false }), 1007, 'ERR_WS_INVALID_UTF8');
       // A message ending in the middle of a code point.
-      await expectFailure(frame(OP.TEXT, [0x61, 0xe2, 0x82]), 1007, 'ERR_WS_INVALID_UTF8');
+      await expectFailure(clientFrame(OP.TEXT, [0x61, 0xe2, 0x82]), 1007, 'ERR_WS_INVALID_UTF8');
     });
   });
 
   test('a code point split across fragments is valid', async () => {
     const client = await RawClient.open(port, `/echo?tag=${tag('utf8split')}`);
     try {
-      client.send(frame(OP.TEXT, [0x61, 0xe2], { fin: false }));
-      client.send(frame(OP.CONT, [0x82], { fin: false }));
-      client.send(frame(OP.CONT, [0xac, 0x62]));
+      client.send(clientFrame(OP.TEXT, [0x61, 0xe2], { fin: false }));
+      client.send(clientFrame(OP.CONT, [0x82], { fin: false }));
+      client.send(clientFrame(OP.CONT, [0xac, 0x62]));
       const f = await client.nextFrame({ opcode: OP.TEXT });
       assert.equal(f.payload.toString('utf8'), 'a€b');
     } finally {
@@ -432,14 +432,14 @@ describe('messages', () => {
 
   test('an unmasked client frame closes with 1002', async () => {
     await withBystander(async () => {
-      await expectFailure(frame(OP.TEXT, 'naked', { masked: false }), 1002, 'ERR_WS_UNMASKED_FRAME');
+      await expectFailure(clientFrame(OP.TEXT, 'naked', { masked: false }), 1002, 'ERR_WS_UNMASKED_FRAME');
     });
   });
 
   test('reserved bits without a negotiated extension close with 1002', async () => {
     await withBystander(async () => {
       for (const rsv of [4, 2, 1]) {
-        await expectFailure(frame(OP.TEXT, 'rsv', { rsv }), 1002, 'ERR_WS_RESERVED_BITS');
+        await expectFailure(clientFrame(OP.TEXT, 'rsv', { rsv }), 1002, 'ERR_WS_RESERVED_BITS');
       }
     });
   });
@@ -447,18 +447,18 @@ describe('messages', () => {
   test('unknown opcodes close with 1002', async () => {
     await withBystander(async () => {
       for (const opcode of [0x3, 0x7, 0xb, 0xf]) {
-        await expectFailure(frame(opcode, 'what'), 1002, 'ERR_WS_INVALID_OPCODE');
+        await expectFailure(clientFrame(opcode, 'what'), 1002, 'ERR_WS_INVALID_OPCODE');
       }
     });
   });
 
   test('bad control and continuation frames close with 1002', async () => {
     await withBystander(async () => {
-      await expectFailure(frame(OP.PING, Buffer.alloc(126)), 1002, 'ERR_WS_CONTROL_FRAME_TOO_BIG');
-      await expectFailure(frame(OP.PING, 'x', { fin: false }), 1002, 'ERR_WS_FRAGMENTED_CONTROL');
-      await expectFailure(frame(OP.CONT, 'orphan'), 1002, 'ERR_WS_UNEXPECTED_CONTINUATION');
+      await expectFailure(clientFrame(OP.PING, Buffer.alloc(126)), 1002, 'ERR_WS_CONTROL_FRAME_TOO_BIG');
+      await expectFailure(clientFrame(OP.PING, 'x', { fin: false }), 1002, 'ERR_WS_FRAGMENTED_CONTROL');
+      await expectFailure(clientFrame(OP.CONT, 'orphan'), 1002, 'ERR_WS_UNEXPECTED_CONTINUATION');
       await expectFailure(
-        Buffer.concat([frame(OP.TEXT, 'a', { fin: false }), frame(OP.TEXT, 'b')]),
+        Buffer.concat([clientFrame(OP.TEXT, 'a', { fin: false }), clientFrame(OP.TEXT, 'b')]),
         1002,
         'ERR_WS_EXPECTED_CONTINUATION',
       );
@@ -469,7 +469,7 @@ describe('messages', () => {
     const t = tag('before-bad');
     const client = await RawClient.open(port, `/echo?tag=${t}`);
     try {
-      client.send(Buffer.concat([frame(OP.TEXT, 'good'), frame(OP.TEXT, 'bad', { masked: false }), frame(OP.TEXT, 'late')]));
+      client.send(Buffer.concat([clientFrame(OP.TEXT, 'good'), clientFrame(OP.TEXT, 'bad', { masked: false }), clientFrame(OP.TEXT, 'late')]));
       const close = await client.closeFrame();
       assert.equal(close.code, 1002);
       await client.waitEnded();
@@ -521,7 +521,7 @@ describe('messages', () => {
     try {
       assert.match(client.response.headers['sec-websocket-extensions'], /^permessage-deflate\b/);
       const text = 'a'.repeat(5000);
-      client.send(frame(OP.TEXT, text)); // uncompressed frames remain legal
+      client.send(clientFrame(OP.TEXT, text)); // uncompressed frames remain legal
       const f = await client.nextFrame({ opcode: OP.TEXT });
       assert.equal(f.rsv, 4, 'RSV1 marks a compressed message');
       assert.ok(f.payload.length < 200);
@@ -539,7 +539,7 @@ describe('messages', () => {
     assert.equal(ws.extensions, '');
     ws.terminate();
     await withBystander(async () => {
-      await expectFailure(frame(OP.TEXT, zlib.deflateRawSync('hi'), { rsv: 4 }), 1002, 'ERR_WS_RESERVED_BITS');
+      await expectFailure(clientFrame(OP.TEXT, zlib.deflateRawSync('hi'), { rsv: 4 }), 1002, 'ERR_WS_RESERVED_BITS');
     });
   });
 
@@ -550,7 +550,7 @@ describe('messages', () => {
         extra: 'Sec-WebSocket-Extensions: permessage-deflate\r\n',
       });
       try {
-        client.send(frame(OP.TEXT, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x00]), { rsv: 4 }));
+        client.send(clientFrame(OP.TEXT, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x00]), { rsv: 4 }));
         const close = await client.closeFrame();
         assert.equal(close.code, 1007);
         await client.waitEnded();
@@ -602,7 +602,7 @@ describe('stats', () => {
       assert.equal(s2.bytesOut, 15 + 10 + 70000);
 
       const raw = await RawClient.open(port, '/echo');
-      raw.send(frame(OP.TEXT, 'x', { masked: false }));
+      raw.send(clientFrame(OP.TEXT, 'x', { masked: false }));
       await raw.closeFrame();
       await raw.waitEnded();
       raw.destroy();

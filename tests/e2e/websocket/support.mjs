@@ -1,6 +1,7 @@
-// Helpers of the WebSocket end-to-end tests (in addition to tests/helpers):
-// raw HTTP exchanges with parsed responses, and a raw WebSocket client that
-// can send any bytes and parse the server's frames as they arrive.
+// Helpers of the WebSocket end-to-end tests (in addition to tests/helpers,
+// which has the client frame encoder `clientFrame`): raw HTTP exchanges with
+// parsed responses, and a raw WebSocket client that can send any bytes and
+// parse the server's frames as they arrive.
 import net from 'node:net';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -66,23 +67,6 @@ export function httpExchange(port, request, { timeoutMs = 3000, writeDelayMs } =
 /** An upgrade request head with the headers given (complete control). */
 export function requestHead(lines) {
   return `${lines.join('\r\n')}\r\n\r\n`;
-}
-
-/** A masked client frame with full control over every bit. */
-export function frame(opcode, payload = Buffer.alloc(0), { fin = true, rsv = 0, masked = true, mask = [0x37, 0xfa, 0x21, 0x3d] } = {}) {
-  const data = Buffer.from(payload);
-  const head = [((fin ? 0x80 : 0) | (rsv << 4) | opcode) & 0xff];
-  const maskBit = masked ? 0x80 : 0;
-  if (data.length < 126) head.push(maskBit | data.length);
-  else if (data.length < 65536) head.push(maskBit | 126, data.length >> 8, data.length & 0xff);
-  else {
-    head.push(maskBit | 127, 0, 0, 0, 0);
-    head.push((data.length >>> 24) & 0xff, (data.length >>> 16) & 0xff, (data.length >>> 8) & 0xff, data.length & 0xff);
-  }
-  if (!masked) return Buffer.concat([Buffer.from(head), data]);
-  const out = Buffer.alloc(data.length);
-  for (let i = 0; i < data.length; i++) out[i] = data[i] ^ mask[i % 4];
-  return Buffer.concat([Buffer.from(head), Buffer.from(mask), out]);
 }
 
 /** A close frame payload: code (u16) + reason. */

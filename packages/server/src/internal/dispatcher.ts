@@ -1,16 +1,22 @@
 /**
- * Runs one worker's handlers. Events of a connection are handled in order;
- * when a handler returns a promise, the connection's later events wait for
- * it (other connections do not). A handler that throws or rejects closes
- * only its own connection, with 1011, and the error is reported.
+ * Runs one worker's handlers. Every event goes to the handler of its kind
+ * (one table entry per native event kind, `HANDLERS`): an opening event
+ * (OPEN, RPC_OPEN) creates the connection's state, and the connection's
+ * later events (MESSAGE, DRAIN, CLOSE) go to that state, whatever its kind
+ * (`connection-state.ts`). Each state keeps its connection's events in
+ * order through a serial queue: when a handler returns a promise, the
+ * connection's later events wait for it (other connections do not). A
+ * handler that throws or rejects closes only its own connection, and the
+ * error is reported.
  */
-import type { App, RegisteredRoute, UpgradeResponse } from '../app.js';
+import type { App, UpgradeResponse } from '../app.js';
 import { type NativeServerHandle, native } from '../native.js';
 import { UpgradeRejection } from '../errors.js';
 import { WebSocket } from '../websocket.js';
-import { decodeFrame, RpcError, type HelloFrame, type WelcomeFrame } from 'switchboard-protocol';
+import { decodeFrame, type HelloFrame, type WelcomeFrame } from 'switchboard-protocol';
 import { RpcConnection } from '../rpc/connection.js';
 import { tlsInfo } from '../tls.js';
+import type { ConnectionHost, ConnectionState, HandlerFailure } from './connection-state.js';
 import {
   KIND_CLOSE,
   KIND_DRAIN,
@@ -18,45 +24,18 @@ import {
   KIND_OPEN,
   KIND_RPC_OPEN,
   KIND_UPGRADE,
+  type CloseEvent,
   type NativeEvent,
+  type OpenEvent,
   type RpcOpenEvent,
   type UpgradeEvent,
   decodeBatch,
 } from './events.js';
+import { RpcState } from './rpc-state.js';
+import { isThenable } from './serial-queue.js';
+import { WebSocketState } from './websocket-state.js';
 
-/** A handler failure, as reported to the main thread. */
-export interface HandlerFailure {
-  handler: 'upgrade' | 'open' | 'message' | 'drain' | 'close' | 'rpc';
-  connection: number;
-  error: unknown;
-}
-
-interface ConnectionState {
-  ws: WebSocket<unknown>;
-  route: RegisteredRoute;
-  /** Events waiting for an async handler of this connection to settle. */
-  backlog: NativeEvent[] | null;
-  failed: boolean;
-}
-
-function handlerOf(event: NativeEvent): HandlerFailure['handler'] {
-  switch (event.kind) {
-    case KIND_UPGRADE:
-      return 'upgrade';
-    case KIND_OPEN:
-      return 'open';
-    case KIND_MESSAGE:
-      return 'message';
-    case KIND_DRAIN:
-      return 'drain';
-    default:
-      return 'close';
-  }
-}
-
-function isPromise(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
-}
+export type { HandlerFailure } from './connection-state.js';
 
 /**
  * How long one turn of the worker's event loop may spend on events (ms).
@@ -65,10 +44,28 @@ function isPromise(value: unknown): value is PromiseLike<unknown> {
  */
 const DISPATCH_SLICE_MS = 20;
 
+type EventHandlers = {
+  readonly [K in NativeEvent['kind']]: (dispatcher: Dispatcher, event: Extract<NativeEvent, { kind: K }>) => void;
+};
+
 export class Dispatcher {
+  /**
+   * What each kind of native event does: one entry per kind (the type makes
+   * a missing one an error). A new kind of connection is one more opening
+   * event here and a state of the same shape; its messages, drains and
+   * close need no entry of their own.
+   */
+  private static readonly HANDLERS: EventHandlers = {
+    [KIND_UPGRADE]: (d, event) => d.upgrade(event),
+    [KIND_OPEN]: (d, event) => d.openWebSocket(event),
+    [KIND_RPC_OPEN]: (d, event) => d.openRpc(event),
+    [KIND_MESSAGE]: (d, event) => d.connections.get(event.id)?.message(event),
+    [KIND_DRAIN]: (d, event) => d.connections.get(event.id)?.drain(event),
+    [KIND_CLOSE]: (d, event) => d.close(event),
+  };
+
+  /** Open connections of every kind, by id. */
   private readonly connections = new Map<number, ConnectionState>();
-  /** Switchboard protocol connections (their frames go to their peer). */
-  private readonly rpc = new Map<number, RpcConnection>();
   /** Data attached by `upgrade`, waiting for the connection's `open`. */
   private readonly upgraded = new Map<number, unknown>();
   /** The rest of a batch whose slice ran out (see `drain`). */
@@ -76,6 +73,10 @@ export class Dispatcher {
   private resumeScheduled = false;
   /** `handle.id`, read once (see `native.ts` on the module functions). */
   private readonly serverId: number;
+  /** What the connection states use of the dispatcher. */
+  private readonly host: ConnectionHost;
+  /** Handed to `decodeBatch` for every event: made once, not per batch. */
+  private readonly onEvent: (event: NativeEvent) => void;
 
   constructor(
     private readonly app: App,
@@ -84,6 +85,13 @@ export class Dispatcher {
     private readonly report: (failure: HandlerFailure) => void,
   ) {
     this.serverId = this.handle.id;
+    this.host = {
+      handle,
+      report,
+      forget: (id) => void this.connections.delete(id),
+    };
+    const handlers = Dispatcher.HANDLERS as unknown as Record<number, (dispatcher: Dispatcher, event: NativeEvent) => void>;
+    this.onEvent = (event) => handlers[event.kind]!(this, event);
   }
 
   /**
@@ -120,7 +128,7 @@ export class Dispatcher {
             if (batch.length === 0) return true;
           }
         }
-        const stoppedAt = decodeBatch(batch, (event) => this.onEvent(event), offset, deadline, owned);
+        const stoppedAt = decodeBatch(batch, this.onEvent, offset, deadline, owned);
         if (stoppedAt < batch.length) {
           this.pending = { batch, offset: stoppedAt, owned };
           break;
@@ -156,129 +164,37 @@ export class Dispatcher {
   }
 
   get openConnections(): number {
-    return this.connections.size + this.rpc.size;
+    return this.connections.size;
   }
 
-  private onEvent(event: NativeEvent): void {
-    const rpc = this.rpc.get(event.id);
-    if (rpc) {
-      this.onRpcEvent(rpc, event);
-      return;
-    }
-    if (event.kind === KIND_RPC_OPEN) {
-      this.onRpcOpen(event);
-      return;
-    }
-    if (event.kind === KIND_UPGRADE) {
-      this.onUpgrade(event);
-      return;
-    }
-    if (event.kind === KIND_OPEN) {
-      const route = this.app.routes[event.route];
-      if (!route) return;
-      const data = this.upgraded.get(event.id);
-      this.upgraded.delete(event.id);
-      const ws = new WebSocket(
-        this.handle,
-        this.serverId,
-        event.id,
-        data,
-        event.remoteAddress,
-        event.protocol,
-        event.extensions,
-        tlsInfo(event.tls),
-      );
-      this.connections.set(event.id, { ws, route, backlog: null, failed: false });
-    }
-    const state = this.connections.get(event.id);
-    if (!state) {
-      // A close without an open: the client left between an accepting
-      // `upgrade` hook and the 101. Forget the data the hook attached.
-      if (event.kind === KIND_CLOSE) this.upgraded.delete(event.id);
-      return;
-    }
-    if (state.backlog) {
-      state.backlog.push(event);
-      return;
-    }
-    this.run(state, event);
+  private openWebSocket(event: OpenEvent): void {
+    const route = this.app.routes[event.route];
+    if (!route) return;
+    const data = this.upgraded.get(event.id);
+    this.upgraded.delete(event.id);
+    const ws = new WebSocket(
+      this.handle,
+      this.serverId,
+      event.id,
+      data,
+      event.remoteAddress,
+      event.protocol,
+      event.extensions,
+      tlsInfo(event.tls),
+    );
+    const state = new WebSocketState(this.host, ws, route.behavior);
+    this.connections.set(event.id, state);
+    state.open(event);
   }
 
-  /** Handle one event; park the rest of the connection's events if async. */
-  private run(state: ConnectionState, event: NativeEvent): void {
-    const { ws, route } = state;
-    const behavior = route.behavior;
-    let handler: HandlerFailure['handler'];
-    let result: unknown;
-    try {
-      switch (event.kind) {
-        case KIND_OPEN:
-          handler = 'open';
-          result = behavior.open?.(ws as never);
-          break;
-        case KIND_MESSAGE:
-          handler = 'message';
-          if (state.failed) return;
-          result = behavior.message?.(ws as never, event.data, event.isBinary);
-          break;
-        case KIND_DRAIN:
-          handler = 'drain';
-          if (state.failed) return;
-          result = behavior.drain?.(ws as never);
-          break;
-        case KIND_CLOSE:
-          handler = 'close';
-          ws.isOpen = false;
-          this.connections.delete(event.id);
-          result = behavior.close?.(ws as never, event.code, event.reason);
-          break;
-        default:
-          return;
-      }
-    } catch (error) {
-      this.fail(state, handlerOf(event), error, event);
-      return;
-    }
-    if (isPromise(result)) {
-      state.backlog = [];
-      Promise.resolve(result).then(
-        () => this.resume(state),
-        (error: unknown) => {
-          this.fail(state, handler, error, event);
-          this.resume(state);
-        },
-      );
-    }
-  }
-
-  private resume(state: ConnectionState): void {
-    const backlog = state.backlog ?? [];
-    state.backlog = null;
-    while (backlog.length > 0 && !state.backlog) {
-      this.run(state, backlog.shift()!);
-    }
-    if (state.backlog && backlog.length > 0) {
-      // A handler went async again: the remaining events wait behind it.
-      (state.backlog as NativeEvent[]).unshift(...backlog);
-    }
-  }
-
-  private fail(state: ConnectionState, handler: HandlerFailure['handler'], error: unknown, event: NativeEvent): void {
-    this.report({ handler, connection: state.ws.id, error });
-    if (!state.failed && event.kind !== KIND_CLOSE) {
-      state.failed = true;
-      this.handle.end(state.ws.id, 1011, 'ERR_HANDLER_FAILED');
-    }
-  }
-
-  private onRpcOpen(event: RpcOpenEvent): void {
-    const service = this.app.rpc;
+  private openRpc(event: RpcOpenEvent): void {
     const hello = decodeFrame(event.hello, 0, Number.MAX_SAFE_INTEGER)?.frame;
     const welcome = decodeFrame(event.welcome, 0, Number.MAX_SAFE_INTEGER)?.frame;
     if (hello?.type !== 'hello' || welcome?.type !== 'welcome') {
       this.handle.end(event.id, 1002, 'ERR_PROTOCOL_HANDSHAKE');
       return;
     }
+    const service = this.app.rpc;
     const connection = new RpcConnection({
       handle: this.handle,
       serverId: this.serverId,
@@ -293,54 +209,24 @@ export class Dispatcher {
       defaultTimeoutMs: this.app.rpcCallTimeoutMs,
       onHandlerError: (error, call) => this.report({ handler: 'rpc', connection: call.connection.id, error }),
     });
-    this.rpc.set(event.id, connection);
-    const refuse = (error: unknown) => {
-      // An RpcError is the hook's answer (a refused token, say): the client
-      // gets its code and message. Anything else is a bug in the hook.
-      if (error instanceof RpcError) {
-        connection.close(error.code, error.message);
-      } else {
-        this.report({ handler: 'open', connection: event.id, error });
-        connection.close('ERR_HANDLER_FAILED');
-      }
-    };
-    let opened: unknown;
-    try {
-      opened = service.hooks.open?.(connection);
-    } catch (error) {
-      refuse(error);
-      return;
-    }
-    if (isThenable(opened)) {
-      // No call is dispatched before the hook is done (it may be checking
-      // the connect data): the frames wait, in order.
-      connection.hold();
-      opened.then(
-        () => connection.release(),
-        (error: unknown) => {
-          connection.discardHeld();
-          refuse(error);
-        },
-      );
+    const state = new RpcState(this.host, connection, service.hooks);
+    this.connections.set(event.id, state);
+    state.open(event);
+  }
+
+  private close(event: CloseEvent): void {
+    const state = this.connections.get(event.id);
+    if (state) {
+      state.close(event);
+    } else {
+      // A close without an open: the client left between an accepting
+      // `upgrade` hook and the 101. Forget the data the hook attached.
+      this.upgraded.delete(event.id);
     }
   }
 
-  private onRpcEvent(connection: RpcConnection, event: NativeEvent): void {
-    if (event.kind === KIND_MESSAGE) {
-      connection.receive(event.data);
-    } else if (event.kind === KIND_CLOSE) {
-      this.rpc.delete(event.id);
-      connection.closed(event.code, event.reason);
-      try {
-        const closed = this.app.rpc.hooks.close?.(connection, event.code, event.reason);
-        if (isThenable(closed)) closed.then(undefined, (error: unknown) => this.report({ handler: 'close', connection: event.id, error }));
-      } catch (error) {
-        this.report({ handler: 'close', connection: event.id, error });
-      }
-    }
-  }
-
-  private onUpgrade(event: UpgradeEvent): void {
+  /** Run the route's `upgrade` hook (or accept at once without one). */
+  private upgrade(event: UpgradeEvent): void {
     const route = this.app.routes[event.route];
     const hook = route?.behavior.upgrade;
     if (!hook) {
@@ -382,7 +268,7 @@ export class Dispatcher {
     };
     try {
       const result = hook(req, res as UpgradeResponse<never>);
-      if (isPromise(result)) {
+      if (isThenable(result)) {
         Promise.resolve(result).then((data) => decide(true, 0, '', data), onError);
       } else {
         decide(true, 0, '', result);
@@ -391,8 +277,4 @@ export class Dispatcher {
       onError(error);
     }
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

@@ -93,34 +93,8 @@ export class RpcConnection<UserData = unknown> {
     });
   }
 
-  /** @internal Frames held back while the open hook runs. */
-  private held: Uint8Array[] | undefined;
-
-  /** @internal Keep incoming frames (in order) until `release()`. */
-  hold(): void {
-    this.held ??= [];
-  }
-
-  /** @internal Process the frames held back, then go on as usual. */
-  release(): void {
-    const held = this.held;
-    this.held = undefined;
-    if (held === undefined || this.peer.isClosed) return;
-    for (const bytes of held) this.receive(bytes);
-  }
-
-  /** @internal Drop the frames held back (the client was refused). */
-  discardHeld(): void {
-    if (this.held) this.held = [];
-  }
-
   /** @internal A frame the native side delivered (already checked). */
   receive(bytes: Uint8Array): void {
-    if (this.held) {
-      // A view into the drained batch, which is ours: it stays valid.
-      this.held.push(bytes);
-      return;
-    }
     let decoded;
     try {
       decoded = decodeFrame(bytes, 0, Number.MAX_SAFE_INTEGER);

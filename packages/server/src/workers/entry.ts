@@ -3,10 +3,10 @@
  * then attaches to the native server and runs the dispatcher.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { App } from '../app.js';
+import { App, loadApp } from '../app.js';
 import { native } from '../native.js';
 import { Dispatcher } from '../internal/dispatcher.js';
-import { type FromWorker, type ToWorker, loadApp, serializeError } from '../internal/protocol.js';
+import { type FromWorker, type ToWorker, serializeError } from '../internal/worker-messages.js';
 
 interface WorkerData {
   app: string;

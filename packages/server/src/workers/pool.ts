@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import type { NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from '../native.js';
 import { SwitchboardError } from '../errors.js';
-import { type FromWorker, type ToWorker, deserializeError } from '../internal/protocol.js';
+import { type FromWorker, type ToWorker, deserializeError } from '../internal/worker-messages.js';
 
 const ENTRY = new URL('./entry.js', import.meta.url);
 

@@ -1,4 +1,10 @@
-/** Messages between the main thread and worker threads. */
+/**
+ * The messages a worker thread and the main thread exchange (`postMessage`):
+ * attach, watchdog pings, the final drain at shutdown, and what a worker
+ * reports (its routes, a load error, handler errors). Errors cross as plain
+ * objects (`serializeError`): the structured clone keeps an `Error`'s
+ * message and stack but drops its `code` and any name of its own.
+ */
 import type { NativeRouteOptions, NativeStaticRoute } from '../native.js';
 
 export interface SerializedError {
@@ -38,17 +44,4 @@ export function deserializeError(error: SerializedError): Error {
   if (error.stack !== undefined) out.stack = error.stack;
   if (error.code !== undefined) Object.assign(out, { code: error.code });
   return out;
-}
-
-/** Load an app module and run its setup on `app`. */
-export async function loadApp(
-  app: { ws: unknown },
-  specifier: string,
-): Promise<void> {
-  const module = (await import(specifier)) as { default?: unknown; setup?: unknown };
-  const setup = module.default ?? module.setup;
-  if (typeof setup !== 'function') {
-    throw new Error(`the app module ${specifier} must export a default function (use defineApp)`);
-  }
-  await (setup as (app: unknown) => unknown)(app);
 }
