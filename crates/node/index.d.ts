@@ -143,6 +143,8 @@ export interface ServerOptions {
   ioThreads?: number
   maxConnections?: number
   maxHeadBytes?: number
+  /** 1..=65535 (the upgrade event counts headers in 16 bits). */
+  maxHeaders?: number
   handshakeTimeoutMs?: number
   upgradeTimeoutMs?: number
   closeTimeoutMs?: number

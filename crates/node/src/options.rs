@@ -58,6 +58,8 @@ pub struct ServerOptions {
     pub io_threads: Option<u32>,
     pub max_connections: Option<u32>,
     pub max_head_bytes: Option<u32>,
+    /// 1..=65535 (the upgrade event counts headers in 16 bits).
+    pub max_headers: Option<u32>,
     pub handshake_timeout_ms: Option<u32>,
     pub upgrade_timeout_ms: Option<u32>,
     pub close_timeout_ms: Option<u32>,
@@ -263,6 +265,14 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     }
     if let Some(v) = options.max_head_bytes {
         config.max_head_bytes = v as usize;
+    }
+    if let Some(v) = options.max_headers {
+        if !(1..=u32::from(u16::MAX)).contains(&v) {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: maxHeaders must be 1..65535, got {v}"
+            )));
+        }
+        config.max_headers = v as usize;
     }
     if let Some(v) = options.handshake_timeout_ms {
         config.handshake_timeout = ms(v);

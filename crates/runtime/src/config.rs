@@ -139,6 +139,10 @@ pub struct ServerConfig {
     /// (`switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES`, Node's own
     /// `maxHeaderSize`: large cookie sets pass 8 KiB).
     pub max_head_bytes: usize,
+    /// Most header lines in an HTTP request head; more get `431`. Default
+    /// 64 (`switchboard_proto::http::DEFAULT_MAX_HEADERS`: browsers send
+    /// about 15 on an upgrade and proxies add a handful).
+    pub max_headers: usize,
     /// Time a client has to send its upgrade request. Default 10 s.
     pub handshake_timeout: Duration,
     /// Time JavaScript's `upgrade` hook has to decide. Default 10 s; past it
@@ -166,6 +170,7 @@ impl Default for ServerConfig {
                 .unwrap_or(2),
             max_connections: 100_000,
             max_head_bytes: switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES,
+            max_headers: switchboard_proto::http::DEFAULT_MAX_HEADERS,
             handshake_timeout: Duration::from_secs(10),
             upgrade_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),

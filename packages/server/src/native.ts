@@ -62,6 +62,7 @@ export interface NativeServerOptions {
   ioThreads?: number;
   maxConnections?: number;
   maxHeadBytes?: number;
+  maxHeaders?: number;
   handshakeTimeoutMs?: number;
   upgradeTimeoutMs?: number;
   closeTimeoutMs?: number;

@@ -68,6 +68,12 @@ export interface ServerOptions {
   maxConnections?: number;
   /** Largest HTTP request head in bytes. Default 16 KiB; larger gets 431. */
   maxHeadBytes?: number;
+  /**
+   * Most header lines in an HTTP request head, 1..65535. Default 64: browsers
+   * send about 15 on an upgrade and proxies add a handful; more gets 431
+   * `ERR_HTTP_HEADERS_TOO_LARGE`. Raise it behind chains of proxies that add many.
+   */
+  maxHeaders?: number;
   /** Seconds a client has to send its upgrade request. Default 10; then 408. */
   handshakeTimeout?: number;
   /** Seconds an `upgrade` hook has to decide. Default 10; then 503. */
@@ -171,6 +177,10 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   set('ioThreads', count('ioThreads', options.ioThreads));
   set('maxConnections', count('maxConnections', options.maxConnections));
   set('maxHeadBytes', count('maxHeadBytes', options.maxHeadBytes));
+  if (options.maxHeaders !== undefined && (!Number.isInteger(options.maxHeaders) || options.maxHeaders < 1 || options.maxHeaders > 0xffff)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `maxHeaders must be an integer in 1..65535, got ${String(options.maxHeaders)}`);
+  }
+  set('maxHeaders', options.maxHeaders);
   set('handshakeTimeoutMs', seconds('handshakeTimeout', options.handshakeTimeout));
   set('upgradeTimeoutMs', seconds('upgradeTimeout', options.upgradeTimeout));
   set('closeTimeoutMs', seconds('closeTimeout', options.closeTimeout));

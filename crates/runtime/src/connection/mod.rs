@@ -110,7 +110,7 @@ async fn reject(
 async fn read_head(stream: &mut TcpStream, shared: &Shared) -> Option<(RequestHead, Vec<u8>)> {
     let limits = HeadLimits {
         max_head_bytes: shared.config.max_head_bytes,
-        ..HeadLimits::default()
+        max_headers: shared.config.max_headers,
     };
     let mut buffer = Vec::with_capacity(1024);
     loop {
