@@ -133,7 +133,14 @@ pub struct ServerConfig {
     /// Tokio I/O threads. Default: the number of cores.
     pub io_threads: usize,
     /// Open connections (including ones still in the handshake) beyond which
-    /// new ones get `503`. Default 100 000.
+    /// new ones get `503` (`ERR_SERVER_AT_CAPACITY`). Default: the process's
+    /// soft open-file limit (`RLIMIT_NOFILE`, read when the config is made)
+    /// minus a reserve of an eighth of it, at least 64 and at most 1,000
+    /// descriptors, never more than half, for listeners, worker threads,
+    /// files and Node's own descriptors; 100 000 where the limit is unknown
+    /// or unlimited. Above the limit, `accept` fails and new clients wait
+    /// unanswered in the backlog instead of getting their 503
+    /// ([`crate::fd_limit`] says why and how).
     pub max_connections: usize,
     /// Largest HTTP request head. Default 16 KiB
     /// (`switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES`, Node's own
@@ -168,7 +175,7 @@ impl Default for ServerConfig {
             io_threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
-            max_connections: 100_000,
+            max_connections: crate::fd_limit::default_max_connections(),
             max_head_bytes: switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES,
             max_headers: switchboard_proto::http::DEFAULT_MAX_HEADERS,
             handshake_timeout: Duration::from_secs(10),

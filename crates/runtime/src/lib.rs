@@ -9,6 +9,7 @@ pub mod config;
 mod connection;
 pub mod errors;
 pub mod events;
+pub mod fd_limit;
 pub mod framing;
 mod listener;
 pub mod outbound;

@@ -64,7 +64,17 @@ export interface ServerOptions {
   workers?: number;
   /** Native I/O threads. Default: the number of cores. */
   ioThreads?: number;
-  /** Open connections beyond which new ones get HTTP 503. Default 100 000. */
+  /**
+   * Open connections (handshakes included) beyond which new ones get HTTP
+   * 503 `ERR_SERVER_AT_CAPACITY` at once. Default: the process's open-file
+   * limit (the soft `RLIMIT_NOFILE` when the server is created; Node raises
+   * it to the hard limit at start-up) minus a reserve of an eighth of it, at
+   * least 64 and at most 1,000 descriptors (never more than half), for
+   * listeners, worker threads, files and Node's own descriptors: 19,000
+   * under a limit of 20,000. 100 000 where the limit is unknown or
+   * unlimited. Set above the limit, clients past it wait unanswered while
+   * `accept` fails (EMFILE).
+   */
   maxConnections?: number;
   /** Largest HTTP request head in bytes. Default 16 KiB; larger gets 431. */
   maxHeadBytes?: number;
