@@ -108,6 +108,12 @@ export interface ErrorCodeInfo {
   description: string
 }
 
+/** One response header. */
+export interface HeaderOptions {
+  name: string
+  value: string
+}
+
 /** An address the server listens on. */
 export interface ListenAddress {
   host: string
@@ -163,6 +169,11 @@ export interface StaticRouteOptions {
   path: string
   contentType: string
   body: Buffer
+  /**
+   * Extra response headers: tab and visible ASCII values, no framing or
+   * hop-by-hop headers (`static_header` checks them).
+   */
+  headers?: Array<HeaderOptions>
 }
 
 /** Counters of the server (see `docs/api.md`). */

@@ -93,6 +93,13 @@ pub struct StaticRoute {
     pub path: String,
     pub content_type: String,
     pub body: bytes::Bytes,
+    /// Extra response headers, written as given after `Content-Type`,
+    /// `Content-Length` and `Connection` (security headers such as
+    /// `Content-Security-Policy`). A `Cache-Control` here replaces the
+    /// default `no-cache`. The binding validates them (no CR/LF or other
+    /// control characters, no hop-by-hop or framing headers): the runtime
+    /// writes them verbatim.
+    pub headers: Vec<(String, String)>,
 }
 
 /// Options of the Switchboard protocol's connections (protocol listeners,

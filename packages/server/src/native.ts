@@ -53,6 +53,7 @@ export interface NativeStaticRoute {
   path: string;
   contentType: string;
   body: Buffer;
+  headers?: { name: string; value: string }[];
 }
 
 export interface NativeServerOptions {

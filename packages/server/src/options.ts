@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-protocol';
-import type { NativeRouteOptions, NativeServerOptions, NativeWireOptions } from './native.js';
+import type { NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeWireOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 
 /** permessage-deflate (RFC 7692). Off unless given. */
@@ -51,6 +51,24 @@ export interface RouteOptions {
    * (`app.rpc`); others get this route's handlers. Default false.
    */
   rpc?: boolean;
+}
+
+/** A fixed response to `GET path` (and `HEAD`): `app.get(path, response)`. */
+export interface StaticResponse {
+  /** The body, sent as is. */
+  body: string | Uint8Array;
+  /** Its `Content-Type`. Default `text/html; charset=utf-8`. */
+  contentType?: string;
+  /**
+   * Extra response headers, such as `Content-Security-Policy` and
+   * `X-Content-Type-Options`. Names are HTTP tokens; values are tab and
+   * visible ASCII (no CR or LF). Refused (`ERR_INVALID_OPTION`): the framing
+   * the server writes itself (`Content-Length`, `Content-Type`: use
+   * `contentType`) and hop-by-hop headers (`Connection`, `Keep-Alive`,
+   * `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`). A
+   * `Cache-Control` replaces the default `no-cache`.
+   */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** Options of `new Server(options)`. */
@@ -174,6 +192,61 @@ export function nativeRoute(path: string, options: RouteOptions, hasUpgradeHook:
     route.wire = true;
     // Offered first: a client asking for it means it.
     route.protocols = [WEBSOCKET_SUBPROTOCOL, ...(route.protocols ?? []).filter((p) => p !== WEBSOCKET_SUBPROTOCOL)];
+  }
+  return route;
+}
+
+/**
+ * Headers a static route may not set: the framing the server writes itself
+ * and hop-by-hop headers (RFC 9110 §7.6.1). Kept in step with
+ * `crates/node/src/options.rs`, which checks them again.
+ */
+const RESERVED_HEADERS = new Set([
+  'connection',
+  'content-length',
+  'content-type',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Tab and visible ASCII: nothing that could end a header line. */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** A static route as the native layer takes it, its headers checked. */
+export function nativeStaticRoute(path: string, response: StaticResponse): NativeStaticRoute {
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `a route path must start with "/", got ${JSON.stringify(path)}`);
+  }
+  const contentType = response.contentType ?? 'text/html; charset=utf-8';
+  if (typeof contentType !== 'string' || !HEADER_VALUE.test(contentType)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: contentType must be tab and visible ASCII`);
+  }
+  const body = typeof response.body === 'string' ? Buffer.from(response.body) : Buffer.from(response.body);
+  const route: NativeStaticRoute = { path, contentType, body };
+  if (response.headers !== undefined) {
+    if (response.headers === null || typeof response.headers !== 'object') {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: headers must be an object of names and values`);
+    }
+    route.headers = Object.entries(response.headers).map(([name, value]) => {
+      if (!TOKEN.test(name)) {
+        throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: header name ${JSON.stringify(name)} is not an HTTP token`);
+      }
+      if (RESERVED_HEADERS.has(name.toLowerCase())) {
+        const hint = name.toLowerCase() === 'content-type' ? ' (use contentType)' : '';
+        throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: the server sets ${name} itself${hint}`);
+      }
+      if (typeof value !== 'string' || !HEADER_VALUE.test(value)) {
+        throw new SwitchboardError(
+          'ERR_INVALID_OPTION',
+          `static route ${path}: the value of ${name} must be a string of tab and visible ASCII (no CR, LF or other control characters)`,
+        );
+      }
+      return { name, value };
+    });
   }
   return route;
 }

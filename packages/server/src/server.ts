@@ -12,7 +12,7 @@ import { Dispatcher } from './internal/dispatcher.js';
 import { loadApp } from './internal/protocol.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
-import { DEFAULTS, type ServerOptions, nativeServer } from './options.js';
+import { DEFAULTS, type ServerOptions, type StaticResponse, nativeServer } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 
 /** An address the server listens on. */
@@ -162,7 +162,7 @@ export class Server extends Operations {
   }
 
   /** Answer `GET path` with a fixed body (main-thread registration). */
-  get(path: string, response: { body: string | Uint8Array; contentType?: string }): this {
+  get(path: string, response: StaticResponse): this {
     this.local.get(path, response);
     return this;
   }

@@ -311,11 +311,20 @@ async fn serve_plain(stream: &mut TcpStream, shared: &Shared, head: &RequestHead
     match found {
         Some(route) if head.method == "GET" || head.method == "HEAD" => {
             let mut response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
                 route.content_type,
                 route.body.len()
-            )
-            .into_bytes();
+            );
+            let mut cache_control = false;
+            for (name, value) in &route.headers {
+                cache_control |= name.eq_ignore_ascii_case("cache-control");
+                response.push_str(&format!("{name}: {value}\r\n"));
+            }
+            if !cache_control {
+                response.push_str("Cache-Control: no-cache\r\n");
+            }
+            response.push_str("\r\n");
+            let mut response = response.into_bytes();
             if head.method == "GET" {
                 response.extend_from_slice(&route.body);
             }
