@@ -25,6 +25,7 @@ import { binDir, cargoTargetDir, loadgenBinary, prepare } from './harness/prepar
 import { bytes, mib, ms, pct, si } from './harness/format.mjs';
 import { SATURATED, renderMarkdown, summarize, updateReadme, writeCharts } from './harness/report.mjs';
 import { LOADGEN_SCENARIO, SCENARIO_NAMES, buildMatrix, configLabel } from './harness/scenarios.mjs';
+import { regressionSummary } from './harness/summary.mjs';
 import { SERVER_NAMES, describeVersions, serverByName, serverVersions, startServer } from './harness/servers.mjs';
 import { PEER_NAMES as RPC_PEER_NAMES } from './rpc/lib/peers.mjs';
 import { SCENARIO_NAMES as RPC_SCENARIO_NAMES } from './rpc/lib/scenarios.mjs';
@@ -356,6 +357,10 @@ log(
     `${clientBound ? `, ${clientBound} with the load generator saturated (marked in results.md)` : ''}.`,
 );
 log(`results: ${[path.join(outDir, 'results.json'), path.join(outDir, 'results.md'), ...charts].join(', ')}`);
+// Last, so it ends the output (CI's included): the figures a regression moves.
+if (servers.some((s) => s.name === 'switchboard') && results.runs.some((r) => r.scenario === 'ws-idle' || r.scenario === 'ws-echo')) {
+  log(`\n${regressionSummary(results).join('\n')}`);
+}
 // --suite all: the RPC suite next, into the same folder.
 const rpcStatus = runsRpc ? runRpcSuite(outDir) : 0;
 process.exit(failures || rpcStatus ? 1 : 0);

@@ -35,14 +35,25 @@ function step(title) {
 }
 
 function ensureDependencies() {
+  // npm writes node_modules/.package-lock.json on every install: it is older
+  // than package-lock.json (or package.json) exactly when they changed since.
   const marker = path.join(root, 'node_modules', '.package-lock.json');
-  const lock = path.join(root, 'package-lock.json');
-  const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs);
+  const newer = (file) => existsSync(file) && statSync(file).mtimeMs > statSync(marker).mtimeMs;
+  const stale = !existsSync(marker) || newer(path.join(root, 'package-lock.json')) || newer(path.join(root, 'package.json'));
   if (!stale) return;
-  step('npm install');
-  // `npm ci` can fail here: the registry answers 404 for other platforms'
-  // optional packages, so the lockfile may lack them. `npm install` copes.
-  must('npm', ['install', '--no-audit', '--no-fund']);
+  step('npm ci');
+  // `npm ci` installs exactly the committed lockfile and never rewrites it,
+  // so every clone gets the same packages and a clean `git status`. (An
+  // `npm install` here used to add other platforms' optional packages to the
+  // lockfile and re-resolve versions.) The lockfile lists the optional
+  // packages of every platform; npm fetches only this platform's.
+  const status = run('npm', ['ci', '--no-audit', '--no-fund']);
+  if (status !== 0) {
+    console.error(
+      '\nnpm ci failed. If package.json changed, run `npm install` and commit the package-lock.json it writes.',
+    );
+    process.exit(status);
+  }
 }
 
 /** The host's target triple: the napi CLI builds with `--target`, and cargo test does too so both share compiled crates. */

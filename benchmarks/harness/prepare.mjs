@@ -66,7 +66,9 @@ export function prepare({ root, servers, log, loadgen = true }) {
   // The JS peers (Switchboard's included) resolve their libraries from benchmarks/node_modules.
   if (servers.some((s) => s.script || s.entry)) {
     if (peersInstallNeeded(benchDir)) {
-      must(log, 'install the peers (npm install in benchmarks/)', 'npm', ['install', '--no-audit', '--no-fund'], benchDir);
+      // `npm ci`: exactly the committed lockfile's versions (the peers are
+      // pinned, and results record them), and the lockfile never rewritten.
+      must(log, 'install the peers (npm ci in benchmarks/)', 'npm', ['ci', '--no-audit', '--no-fund'], benchDir);
     }
   }
   const packages = loadgen ? ['-p', 'switchboard-loadgen'] : [];

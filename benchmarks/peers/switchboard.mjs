@@ -12,8 +12,9 @@
 // The defaults are 1 and 1, not the core count, because the runner gives
 // each server one core (taskset): more threads would only contend for it.
 //
-// Server settings: maxConnections is lifted from 100 000 to 1 000 000 so
-// that no ws-idle run meets a cap the peers do not have. The route settings
+// Server settings: maxConnections is lifted to 1 000 000 (the default is the
+// open-file limit minus a reserve of up to 1,000 descriptors) so that no
+// ws-idle run meets a cap the peers do not have. The route settings
 // (idleTimeout 0, maxBackpressure 16 MiB, compression off) are in the app
 // module.
 //

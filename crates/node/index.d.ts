@@ -108,6 +108,12 @@ export interface ErrorCodeInfo {
   description: string
 }
 
+/** One response header. */
+export interface HeaderOptions {
+  name: string
+  value: string
+}
+
 /** An address the server listens on. */
 export interface ListenAddress {
   host: string
@@ -154,6 +160,8 @@ export interface ServerOptions {
   ioThreads?: number
   maxConnections?: number
   maxHeadBytes?: number
+  /** 1..=65535 (the upgrade event counts headers in 16 bits). */
+  maxHeaders?: number
   handshakeTimeoutMs?: number
   upgradeTimeoutMs?: number
   closeTimeoutMs?: number
@@ -172,6 +180,11 @@ export interface StaticRouteOptions {
   path: string
   contentType: string
   body: Buffer
+  /**
+   * Extra response headers: tab and visible ASCII values, no framing or
+   * hop-by-hop headers (`static_header` checks them).
+   */
+  headers?: Array<HeaderOptions>
 }
 
 /** Counters of the server (see `docs/api.md`). */

@@ -2,7 +2,11 @@
 // builds what it needs, runs every scenario against every server for a
 // fraction of a second each, and writes its results. It asserts that every
 // run produced figures, never how fast anything was (a shared CI machine
-// measures nothing worth asserting).
+// measures nothing worth asserting). It does show the figures a regression
+// would move: Switchboard's idle memory per connection and echo rates beside
+// uWebSockets.js's, with the ratios, as diagnostics at the end of its output
+// (`node --test --test-reporter=spec`, as `npm test` runs it, prints them
+// under the test), so a 5x change is visible in CI's log at once.
 //
 // Run: node --test tests/benchmarks/
 // Env: CARGO_TARGET_DIR / SB_CACHE as for scripts/run.mjs (the load generator
@@ -12,6 +16,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { scriptRunner } from './run-script.mjs';
+import { regressionRows, regressionSummary } from '../../benchmarks/harness/summary.mjs';
 
 // The quick run itself takes under a minute; the first build of the load
 // generator, the Tokio peer and the peers' npm packages takes longer.
@@ -31,6 +36,8 @@ test('benchmarks/run.mjs --quick runs every scenario against every server', { ti
   assert.equal(run.code, 0, `the quick run failed:\n${tail}`);
 
   const results = JSON.parse(readFileSync(path.join(out, 'results.json'), 'utf8'));
+  // First, so that a failing check below still leaves them in the output.
+  for (const line of regressionSummary(results)) t.diagnostic(line);
   assert.equal(results.mode, 'quick');
   for (const key of ['cpu', 'kernel', 'node', 'rustc']) assert.ok(results.machine[key], `machine.${key} is recorded`);
   assert.equal(typeof results.pinning.pinned, 'boolean');
@@ -54,6 +61,16 @@ test('benchmarks/run.mjs --quick runs every scenario against every server', { ti
       }
     }
   }
+
+  // The summary covers both scenarios, and the run printed it last.
+  const rows = regressionRows(results);
+  for (const scenario of ['ws-idle', 'ws-echo']) {
+    const row = rows.find((r) => r.scenario === scenario);
+    assert.ok(row && row.ratio > 0, `the summary has a ${scenario} ratio: ${JSON.stringify(row)}`);
+  }
+  const summaryAt = run.output.lastIndexOf('Switchboard vs uWebSockets.js, idle memory and echo');
+  assert.ok(summaryAt >= 0, 'the quick run prints the summary');
+  assert.ok(!run.output.slice(summaryAt).includes('\nresults: '), 'the summary comes after the results paths');
 
   assert.ok(existsSync(path.join(out, 'results.md')), 'results.md is written');
   const md = readFileSync(path.join(out, 'results.md'), 'utf8');

@@ -1,7 +1,9 @@
 // The chat demo (examples/chat) in a real headless Chromium: two users in
 // one room, on different worker threads, see each other and each other's
 // messages; a user in another room sees none of it; leaving, refused
-// names and a graceful shutdown show on the page.
+// names and a graceful shutdown show on the page. The page runs under its
+// strict Content-Security-Policy without a violation, and the policy blocks
+// an injected inline script.
 //
 // Needs /usr/bin/chromium (scripts/setup-browser.sh installs it, and this
 // test runs it) and the playwright-core devDependency.
@@ -24,6 +26,8 @@ let serverOutput = '';
 let baseURL;
 let browser;
 const pageErrors = [];
+/** Content-Security-Policy violations the pages reported on their console. */
+const cspViolations = [];
 /** A page still in the room when the server shuts down (set by the chat test). */
 let shutdownWitness;
 
@@ -99,6 +103,9 @@ async function newPage() {
   const page = await context.newPage();
   page.setDefaultTimeout(UI_TIMEOUT);
   page.on('pageerror', (error) => pageErrors.push(error));
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
   return page;
 }
 
@@ -297,6 +304,60 @@ test('two users chat in a room across workers; other rooms see nothing', { timeo
   await carol.context().close();
   // Alice stays for the shutdown test.
   shutdownWitness = alice;
+});
+
+test('the page works under its Content-Security-Policy, which blocks injected inline script', { timeout: 30_000 }, async () => {
+  // Everything the chat test did (joining, members, messages, leaving) ran
+  // without a single violation: the page needs nothing the policy forbids.
+  assert.deepEqual(cspViolations, [], 'no CSP violation while chatting');
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT);
+    const response = await page.goto(`${baseURL}/`);
+    assert.match(response.headers()['content-security-policy'] ?? '', /script-src 'self'/);
+    assert.equal(response.headers()['x-content-type-options'], 'nosniff');
+    await page.locator('#join-form').waitFor();
+    // An injected inline script (what an XSS would add) does not run, and the
+    // browser reports why.
+    const outcome = await page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          document.addEventListener('securitypolicyviolation', (e) => resolve({ ran: window.injected === true, directive: e.effectiveDirective }), {
+            once: true,
+          });
+          const script = document.createElement('script');
+          script.textContent = 'window.injected = true';
+          document.body.append(script);
+        }),
+    );
+    assert.deepEqual(outcome, { ran: false, directive: 'script-src-elem' });
+  } finally {
+    await context.close();
+  }
+});
+
+test('a name that differs only by invisible characters is taken; the page shows the normalised name', { timeout: 30_000 }, async () => {
+  // Alice is still in #switchboard (the chat test's witness).
+  const twin = await newPage();
+  try {
+    await twin.goto(`${baseURL}/`);
+    await twin.fill('#name', 'Ali\u200bce\u200d');
+    await twin.fill('#room', 'switchboard');
+    await twin.click('#join-form button[type=submit]');
+    await twin.locator('#join-error', { hasText: 'taken' }).waitFor();
+    await waitForMembers(shutdownWitness, ['Alice']);
+    // Invisible characters around a free name are dropped, not refused.
+    await twin.fill('#name', '\u200bZed\ufeff');
+    await twin.click('#join-form button[type=submit]');
+    await twin.locator('#status[data-state="connected"]').waitFor();
+    assert.match(await twin.textContent('#status'), /Connected as Zed ·/);
+    await waitForMembers(shutdownWitness, ['Alice', 'Zed']);
+  } finally {
+    await twin.context().close();
+  }
+  await waitForMembers(shutdownWitness, ['Alice']);
+  assert.deepEqual(cspViolations, [], 'no CSP violation');
 });
 
 test('SIGTERM closes the server gracefully and the page says so', { timeout: 30_000 }, async () => {

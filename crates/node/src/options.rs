@@ -47,6 +47,16 @@ pub struct StaticRouteOptions {
     pub path: String,
     pub content_type: String,
     pub body: Buffer,
+    /// Extra response headers: tab and visible ASCII values, no framing or
+    /// hop-by-hop headers (`static_header` checks them).
+    pub headers: Option<Vec<HeaderOptions>>,
+}
+
+/// One response header.
+#[napi(object)]
+pub struct HeaderOptions {
+    pub name: String,
+    pub value: String,
 }
 
 /// Options of a whole server.
@@ -58,6 +68,8 @@ pub struct ServerOptions {
     pub io_threads: Option<u32>,
     pub max_connections: Option<u32>,
     pub max_head_bytes: Option<u32>,
+    /// 1..=65535 (the upgrade event counts headers in 16 bits).
+    pub max_headers: Option<u32>,
     pub handshake_timeout_ms: Option<u32>,
     pub upgrade_timeout_ms: Option<u32>,
     pub close_timeout_ms: Option<u32>,
@@ -119,6 +131,77 @@ pub fn tls_options(options: TlsListenOptions) -> switchboard_runtime::tls::TlsOp
         client_ca: options.ca.map(|ca| ca.to_vec()).unwrap_or_default(),
         require_client_certificate: options.reject_unauthorized.unwrap_or(true),
     }
+}
+
+/// Headers a static route may not set: the framing the server writes
+/// itself (one response per connection, its length known) and hop-by-hop
+/// headers, which describe a connection rather than the response (RFC 9110
+/// §7.6.1). Kept in step with `packages/server/src/options.ts`.
+const RESERVED_HEADERS: &[&str] = &[
+    "connection",
+    "content-length",
+    "content-type",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// A header value the runtime may write verbatim: tab and visible ASCII
+/// (no CR or LF, so no header can be injected).
+fn header_value_ok(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+}
+
+/// Checks one response header of a static route (name a token of RFC
+/// 9110 §5.6.2, value as [`header_value_ok`], not reserved).
+fn static_header(path: &str, header: HeaderOptions) -> Result<(String, String)> {
+    let HeaderOptions { name, value } = header;
+    let token = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return Err(invalid(format!(
+            "ERR_INVALID_OPTION: static route {path}: header name {name:?} is not an HTTP token"
+        )));
+    }
+    if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(invalid(format!(
+            "ERR_INVALID_OPTION: static route {path}: the server sets {name} itself"
+        )));
+    }
+    if !header_value_ok(&value) {
+        return Err(invalid(format!(
+            "ERR_INVALID_OPTION: static route {path}: the value of {name} must be tab and visible ASCII (no CR, LF or other control characters)"
+        )));
+    }
+    Ok((name, value))
+}
+
+fn static_route(options: StaticRouteOptions) -> Result<StaticRoute> {
+    if !header_value_ok(&options.content_type) {
+        return Err(invalid(format!(
+            "ERR_INVALID_OPTION: static route {}: contentType must be tab and visible ASCII",
+            options.path
+        )));
+    }
+    let headers = options
+        .headers
+        .unwrap_or_default()
+        .into_iter()
+        .map(|h| static_header(&options.path, h))
+        .collect::<Result<_>>()?;
+    Ok(StaticRoute {
+        path: options.path,
+        content_type: options.content_type,
+        body: bytes::Bytes::copy_from_slice(&options.body),
+        headers,
+    })
 }
 
 fn invalid(message: String) -> Error {
@@ -249,11 +332,7 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
         config.routes.push(route(r)?);
     }
     for s in options.static_routes.unwrap_or_default() {
-        config.static_routes.push(StaticRoute {
-            path: s.path,
-            content_type: s.content_type,
-            body: bytes::Bytes::copy_from_slice(&s.body),
-        });
+        config.static_routes.push(static_route(s)?);
     }
     if let Some(v) = options.io_threads {
         config.io_threads = (v as usize).max(1);
@@ -263,6 +342,14 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     }
     if let Some(v) = options.max_head_bytes {
         config.max_head_bytes = v as usize;
+    }
+    if let Some(v) = options.max_headers {
+        if !(1..=u32::from(u16::MAX)).contains(&v) {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: maxHeaders must be 1..65535, got {v}"
+            )));
+        }
+        config.max_headers = v as usize;
     }
     if let Some(v) = options.handshake_timeout_ms {
         config.handshake_timeout = ms(v);

@@ -95,6 +95,13 @@ pub struct StaticRoute {
     pub path: String,
     pub content_type: String,
     pub body: bytes::Bytes,
+    /// Extra response headers, written as given after `Content-Type`,
+    /// `Content-Length` and `Connection` (security headers such as
+    /// `Content-Security-Policy`). A `Cache-Control` here replaces the
+    /// default `no-cache`. The binding validates them (no CR/LF or other
+    /// control characters, no hop-by-hop or framing headers): the runtime
+    /// writes them verbatim.
+    pub headers: Vec<(String, String)>,
 }
 
 /// Options of the Switchboard protocol's connections (RPC listeners, and
@@ -135,12 +142,23 @@ pub struct ServerConfig {
     /// Tokio I/O threads. Default: the number of cores.
     pub io_threads: usize,
     /// Open connections (including ones still in the handshake) beyond which
-    /// new ones get `503`. Default 100 000.
+    /// new ones get `503` (`ERR_SERVER_AT_CAPACITY`). Default: the process's
+    /// soft open-file limit (`RLIMIT_NOFILE`, read when the config is made)
+    /// minus a reserve of an eighth of it, at least 64 and at most 1,000
+    /// descriptors, never more than half, for listeners, worker threads,
+    /// files and Node's own descriptors; 100 000 where the limit is unknown
+    /// or unlimited. Above the limit, `accept` fails and new clients wait
+    /// unanswered in the backlog instead of getting their 503
+    /// ([`crate::fd_limit`] says why and how).
     pub max_connections: usize,
     /// Largest HTTP request head. Default 16 KiB
     /// (`switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES`, Node's own
     /// `maxHeaderSize`: large cookie sets pass 8 KiB).
     pub max_head_bytes: usize,
+    /// Most header lines in an HTTP request head; more get `431`. Default
+    /// 64 (`switchboard_proto::http::DEFAULT_MAX_HEADERS`: browsers send
+    /// about 15 on an upgrade and proxies add a handful).
+    pub max_headers: usize,
     /// Time a client has to send its upgrade request. Default 10 s.
     pub handshake_timeout: Duration,
     /// Time JavaScript's `upgrade` hook has to decide. Default 10 s; past it
@@ -166,8 +184,9 @@ impl Default for ServerConfig {
             io_threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
-            max_connections: 100_000,
+            max_connections: crate::fd_limit::default_max_connections(),
             max_head_bytes: switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES,
+            max_headers: switchboard_proto::http::DEFAULT_MAX_HEADERS,
             handshake_timeout: Duration::from_secs(10),
             upgrade_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),

@@ -59,7 +59,7 @@ pub(crate) fn parse_head(
 ) -> Result<Option<(RequestHead, usize)>, Response> {
     let limits = HeadLimits {
         max_head_bytes: config.max_head_bytes,
-        ..HeadLimits::default()
+        max_headers: config.max_headers,
     };
     parse_request_head(buffer, &limits).map_err(Response::handshake_error)
 }
@@ -222,12 +222,23 @@ fn serve_plain(head: &RequestHead, config: &ServerConfig) -> Response {
     let found = config.static_routes.iter().find(|r| r.path == head.path);
     match found {
         Some(route) if head.method == "GET" || head.method == "HEAD" => {
-            let mut bytes = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
+            let mut text = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
                 route.content_type,
                 route.body.len()
-            )
-            .into_bytes();
+            );
+            // The route's own headers (checked when it was registered); a
+            // Cache-Control of its own replaces the default.
+            let mut cache_control = false;
+            for (name, value) in &route.headers {
+                cache_control |= name.eq_ignore_ascii_case("cache-control");
+                text.push_str(&format!("{name}: {value}\r\n"));
+            }
+            if !cache_control {
+                text.push_str("Cache-Control: no-cache\r\n");
+            }
+            text.push_str("\r\n");
+            let mut bytes = text.into_bytes();
             if head.method == "GET" {
                 bytes.extend_from_slice(&route.body);
             }

@@ -25,6 +25,7 @@ pub mod connection;
 pub mod cork;
 pub mod errors;
 pub mod events;
+pub mod fd_limit;
 mod fd_write;
 pub mod framing;
 mod handshake;

@@ -4,8 +4,8 @@
  */
 import type { NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from './native.js';
 import { Operations } from './operations.js';
-import type { RouteOptions } from './options.js';
-import { nativeRoute } from './options.js';
+import type { RouteOptions, StaticResponse } from './options.js';
+import { nativeRoute, nativeStaticRoute } from './options.js';
 import { SwitchboardError } from './errors.js';
 import type { WebSocket } from './websocket.js';
 import type { TlsInfo } from './tls.js';
@@ -91,12 +91,12 @@ export class App extends Operations {
   }
 
   /**
-   * Answer `GET path` with a fixed body (a page, a health check). Full
-   * HTTP routing arrives with the HTTP layer.
+   * Answer `GET path` (and `HEAD`) with a fixed body and headers (a page,
+   * its script, a health check), served natively. Full HTTP routing arrives
+   * with the HTTP layer.
    */
-  get(path: string, response: { body: string | Uint8Array; contentType?: string }): this {
-    const body = typeof response.body === 'string' ? Buffer.from(response.body) : Buffer.from(response.body);
-    this.staticRoutes.push({ path, contentType: response.contentType ?? 'text/html; charset=utf-8', body });
+  get(path: string, response: StaticResponse): this {
+    this.staticRoutes.push(nativeStaticRoute(path, response));
     return this;
   }
 

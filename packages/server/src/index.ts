@@ -34,7 +34,7 @@ export {
   type PublishTarget,
   type Stats,
 } from './operations.js';
-export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions } from './options.js';
+export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, StaticResponse } from './options.js';
 export {
   RpcService,
   type RpcCall,

@@ -53,6 +53,7 @@ export interface NativeStaticRoute {
   path: string;
   contentType: string;
   body: Buffer;
+  headers?: { name: string; value: string }[];
 }
 
 export interface NativeServerOptions {
@@ -62,6 +63,7 @@ export interface NativeServerOptions {
   ioThreads?: number;
   maxConnections?: number;
   maxHeadBytes?: number;
+  maxHeaders?: number;
   handshakeTimeoutMs?: number;
   upgradeTimeoutMs?: number;
   closeTimeoutMs?: number;

@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-protocol';
-import type { NativeRouteOptions, NativeServerOptions, NativeRpcOptions } from './native.js';
+import type { NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 
 /** permessage-deflate (RFC 7692). Off unless given. */
@@ -53,6 +53,24 @@ export interface RouteOptions {
   rpc?: boolean;
 }
 
+/** A fixed response to `GET path` (and `HEAD`): `app.get(path, response)`. */
+export interface StaticResponse {
+  /** The body, sent as is. */
+  body: string | Uint8Array;
+  /** Its `Content-Type`. Default `text/html; charset=utf-8`. */
+  contentType?: string;
+  /**
+   * Extra response headers, such as `Content-Security-Policy` and
+   * `X-Content-Type-Options`. Names are HTTP tokens; values are tab and
+   * visible ASCII (no CR or LF). Refused (`ERR_INVALID_OPTION`): the framing
+   * the server writes itself (`Content-Length`, `Content-Type`: use
+   * `contentType`) and hop-by-hop headers (`Connection`, `Keep-Alive`,
+   * `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`). A
+   * `Cache-Control` replaces the default `no-cache`.
+   */
+  headers?: Readonly<Record<string, string>>;
+}
+
 /** Options of `new Server(options)`. */
 export interface ServerOptions {
   /**
@@ -64,10 +82,26 @@ export interface ServerOptions {
   workers?: number;
   /** Native I/O threads. Default: the number of cores. */
   ioThreads?: number;
-  /** Open connections beyond which new ones get HTTP 503. Default 100 000. */
+  /**
+   * Open connections (handshakes included) beyond which new ones get HTTP
+   * 503 `ERR_SERVER_AT_CAPACITY` at once. Default: the process's open-file
+   * limit (the soft `RLIMIT_NOFILE` when the server is created; Node raises
+   * it to the hard limit at start-up) minus a reserve of an eighth of it, at
+   * least 64 and at most 1,000 descriptors (never more than half), for
+   * listeners, worker threads, files and Node's own descriptors: 19,000
+   * under a limit of 20,000. 100 000 where the limit is unknown or
+   * unlimited. Set above the limit, clients past it wait unanswered while
+   * `accept` fails (EMFILE).
+   */
   maxConnections?: number;
   /** Largest HTTP request head in bytes. Default 16 KiB; larger gets 431. */
   maxHeadBytes?: number;
+  /**
+   * Most header lines in an HTTP request head, 1..65535. Default 64: browsers
+   * send about 15 on an upgrade and proxies add a handful; more gets 431
+   * `ERR_HTTP_HEADERS_TOO_LARGE`. Raise it behind chains of proxies that add many.
+   */
+  maxHeaders?: number;
   /** Seconds a client has to send its upgrade request. Default 10; then 408. */
   handshakeTimeout?: number;
   /** Seconds an `upgrade` hook has to decide. Default 10; then 503. */
@@ -162,6 +196,61 @@ export function nativeRoute(path: string, options: RouteOptions, hasUpgradeHook:
   return route;
 }
 
+/**
+ * Headers a static route may not set: the framing the server writes itself
+ * and hop-by-hop headers (RFC 9110 §7.6.1). Kept in step with
+ * `crates/node/src/options.rs`, which checks them again.
+ */
+const RESERVED_HEADERS = new Set([
+  'connection',
+  'content-length',
+  'content-type',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Tab and visible ASCII: nothing that could end a header line. */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** A static route as the native layer takes it, its headers checked. */
+export function nativeStaticRoute(path: string, response: StaticResponse): NativeStaticRoute {
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `a route path must start with "/", got ${JSON.stringify(path)}`);
+  }
+  const contentType = response.contentType ?? 'text/html; charset=utf-8';
+  if (typeof contentType !== 'string' || !HEADER_VALUE.test(contentType)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: contentType must be tab and visible ASCII`);
+  }
+  const body = typeof response.body === 'string' ? Buffer.from(response.body) : Buffer.from(response.body);
+  const route: NativeStaticRoute = { path, contentType, body };
+  if (response.headers !== undefined) {
+    if (response.headers === null || typeof response.headers !== 'object') {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: headers must be an object of names and values`);
+    }
+    route.headers = Object.entries(response.headers).map(([name, value]) => {
+      if (!TOKEN.test(name)) {
+        throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: header name ${JSON.stringify(name)} is not an HTTP token`);
+      }
+      if (RESERVED_HEADERS.has(name.toLowerCase())) {
+        const hint = name.toLowerCase() === 'content-type' ? ' (use contentType)' : '';
+        throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: the server sets ${name} itself${hint}`);
+      }
+      if (typeof value !== 'string' || !HEADER_VALUE.test(value)) {
+        throw new SwitchboardError(
+          'ERR_INVALID_OPTION',
+          `static route ${path}: the value of ${name} must be a string of tab and visible ASCII (no CR, LF or other control characters)`,
+        );
+      }
+      return { name, value };
+    });
+  }
+  return route;
+}
+
 /** Server options as the native layer takes them (routes added by the caller). */
 export function nativeServer(options: ServerOptions, workers: number): Omit<NativeServerOptions, 'routes'> {
   const out: Omit<NativeServerOptions, 'routes'> = { workers: Math.max(1, workers) };
@@ -171,6 +260,10 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   set('ioThreads', count('ioThreads', options.ioThreads));
   set('maxConnections', count('maxConnections', options.maxConnections));
   set('maxHeadBytes', count('maxHeadBytes', options.maxHeadBytes));
+  if (options.maxHeaders !== undefined && (!Number.isInteger(options.maxHeaders) || options.maxHeaders < 1 || options.maxHeaders > 0xffff)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `maxHeaders must be an integer in 1..65535, got ${String(options.maxHeaders)}`);
+  }
+  set('maxHeaders', options.maxHeaders);
   set('handshakeTimeoutMs', seconds('handshakeTimeout', options.handshakeTimeout));
   set('upgradeTimeoutMs', seconds('upgradeTimeout', options.upgradeTimeout));
   set('closeTimeoutMs', seconds('closeTimeout', options.closeTimeout));

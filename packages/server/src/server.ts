@@ -11,7 +11,7 @@ import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
-import { DEFAULTS, type ServerOptions, nativeServer } from './options.js';
+import { DEFAULTS, type ServerOptions, type StaticResponse, nativeServer } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 
 /** An address the server listens on. */
@@ -168,7 +168,7 @@ export class Server extends Operations {
   }
 
   /** Answer `GET path` with a fixed body (main-thread registration). */
-  get(path: string, response: { body: string | Uint8Array; contentType?: string }): this {
+  get(path: string, response: StaticResponse): this {
     this.local.get(path, response);
     return this;
   }

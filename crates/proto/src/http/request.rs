@@ -12,6 +12,8 @@ pub const DEFAULT_MAX_HEAD_BYTES: usize = 16 * 1024;
 /// Default for [`HeadLimits::max_headers`]: 64. Browsers send about 15
 /// headers on an upgrade and proxies add a handful; 64 leaves ample room
 /// while keeping httparse's header array (32 bytes per slot) at 2 KiB.
+/// The runtime makes it a server option (`maxHeaders`) for deployments
+/// behind chains of proxies that add more.
 pub const DEFAULT_MAX_HEADERS: usize = 64;
 
 /// Limits on a request head, both answered with 431 when exceeded.
@@ -87,7 +89,11 @@ pub fn parse_request_head(
             Ok(None)
         };
     }
-    let mut headers = vec![httparse::EMPTY_HEADER; limits.max_headers];
+    // A header line takes at least 3 bytes (`a:` and a line end), so the
+    // window cannot hold more than `len / 3` of them: a large configured
+    // `max_headers` never reserves more slots than the head could fill.
+    let slots = limits.max_headers.min(window.len() / 3 + 1);
+    let mut headers = vec![httparse::EMPTY_HEADER; slots];
     let mut req = httparse::Request::new(&mut headers);
     let consumed = match req.parse(window) {
         Ok(httparse::Status::Complete(n)) => n,
@@ -255,6 +261,31 @@ mod tests {
             Err(HandshakeError::HeadersTooLarge)
         );
         assert_eq!(HandshakeError::HeadersTooLarge.status(), 431);
+    }
+
+    #[test]
+    fn a_large_header_limit_parses_the_densest_head() {
+        // Header lines of 3 bytes each: the slots reserved for the window
+        // (len / 3 + 1) still hold every one of them.
+        let mut head = b"GET / HTTP/1.1\n".to_vec();
+        for _ in 0..500 {
+            head.extend_from_slice(b"a:\n");
+        }
+        head.extend_from_slice(b"\n");
+        let limits = HeadLimits {
+            max_head_bytes: 16 * 1024,
+            max_headers: usize::MAX,
+        };
+        let (parsed, n) = parse_request_head(&head, &limits).unwrap().unwrap();
+        assert_eq!((parsed.headers.len(), n), (500, head.len()));
+        let limits = HeadLimits {
+            max_headers: 499,
+            ..limits
+        };
+        assert_eq!(
+            parse_request_head(&head, &limits),
+            Err(HandshakeError::HeadersTooLarge)
+        );
     }
 
     #[test]
