@@ -164,7 +164,9 @@ pub struct ServerConfig {
     /// Time JavaScript's `upgrade` hook has to decide. Default 10 s; past it
     /// the client gets `503`.
     pub upgrade_timeout: Duration,
-    /// Time to wait for the peer's close frame after ours. Default 5 s.
+    /// Time to wait for the peer's close frame after ours; while ours is
+    /// still on its way behind frames a slow reader is taking, counted from
+    /// the last progress of our writes. Default 5 s.
     pub close_timeout: Duration,
     /// Bytes of undelivered events per worker beyond which connections of
     /// that worker stop reading (TCP backpressure reaches the clients).

@@ -241,6 +241,49 @@ describe('backpressure', () => {
     }
   });
 
+  test('close policy: a client that reads slowly gets the rest of a large frame, then 1008, however long it takes', async () => {
+    // The close timeout counts from the last progress of our writes, not
+    // from the eviction: a slow reader behind a large frame still learns why
+    // it was closed instead of seeing a bare disconnect.
+    const { server, port, socketOf, closes } = await feedServer(
+      { maxBackpressure: 256 * KiB, maxPayloadLength: 8 * MiB, slowConsumer: 'close' },
+      { closeTimeout: 0.3 },
+    );
+    const slow = await RawClient.open(port, '/feed?tag=slow', { paused: true });
+    slow.keepPayloads = false;
+    try {
+      const ws = await socketOf('slow');
+      const big = Buffer.alloc(4 * MiB, 3);
+      assert.equal(ws.send(big), SendStatus.SENT, 'an empty queue takes one large message');
+      await sleep(50);
+      assert.equal(ws.send(Buffer.alloc(CHUNK)), SendStatus.DROPPED, 'the next one passes the limit: evicted');
+      // Read in sips: one read (at most 64 KiB) every 40 ms, under 2 MiB/s,
+      // so the rest of the 4 MiB frame takes several times the close timeout.
+      slow.startReading();
+      slow.socket.on('data', () => slow.socket.pause());
+      const sips = setInterval(() => slow.socket.resume(), 40);
+      const started = Date.now();
+      let close;
+      try {
+        close = await slow.closeFrame(15000);
+      } finally {
+        clearInterval(sips);
+        slow.socket.resume();
+      }
+      assert.ok(Date.now() - started > 1000, `the reader was slow (${Date.now() - started} ms)`);
+      assert.equal(slow.malformed, null, 'the stream stays well formed');
+      const data = slow.frames.filter((f) => f.opcode !== OP.CLOSE);
+      assert.deepEqual(data.map((f) => f.length), [big.length], 'the large frame arrives whole');
+      assert.equal(close.code, 1008);
+      assert.equal(close.reason, 'ERR_WS_SLOW_CONSUMER');
+      await waitFor(() => closes.has('slow'), 4000, 'the close handler');
+      assert.equal(closes.get('slow').code, 1008);
+    } finally {
+      slow.destroy();
+      await server.close({ drainTimeout: 500 });
+    }
+  });
+
   test('end() still closes a connection whose queue is over the limit', async () => {
     for (const slowConsumer of ['drop', 'close']) {
       const { server, port, socketOf, closes } = await feedServer({ maxBackpressure: 64 * KiB, slowConsumer });

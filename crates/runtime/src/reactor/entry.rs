@@ -481,7 +481,7 @@ impl Entry {
         }
         let stream = &mut self.stream;
         if session
-            .flush(|slices| stream.write_vectored(slices))
+            .flush(|slices| stream.write_vectored(slices), cx.now)
             .is_err()
         {
             return self.end_session((1006, String::new()), false);

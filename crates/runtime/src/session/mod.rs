@@ -377,8 +377,9 @@ impl Session {
     pub(crate) fn flush(
         &mut self,
         write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+        now: Instant,
     ) -> io::Result<()> {
-        self.machine.flush(write)
+        self.machine.flush(write, now)
     }
 
     /// The closing is complete: nothing more to read or write.
@@ -607,10 +608,27 @@ impl Machine {
         }
     }
 
-    fn flush(&mut self, write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>) -> io::Result<()> {
+    fn flush(
+        &mut self,
+        write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+        now: Instant,
+    ) -> io::Result<()> {
         let outbound = &self.connection.outbound;
-        let all_written = self.writes.flush(write, outbound, &self.server.stats)?;
-        outbound.set_congested(!all_written);
+        let flushed = self.writes.flush(write, outbound, &self.server.stats)?;
+        outbound.set_congested(!flushed.all);
+        if let Phase::Closing { deadline, reading } = self.phase {
+            if flushed.progress && !flushed.all {
+                // Our last frame is still on its way behind frames a slow
+                // reader is taking: the close timeout counts from the last
+                // progress, so a client that reads (however slowly) gets
+                // the close frame that says why, not a bare disconnect.
+                self.phase = Phase::Closing {
+                    deadline: deadline.max(self.close_deadline(now)),
+                    reading,
+                };
+            }
+        }
+        let all_written = flushed.all;
         if all_written && outbound.take_drain_wanted() && !self.is_closing() {
             self.queue().push(&Record::Drain {
                 id: self.connection.id,

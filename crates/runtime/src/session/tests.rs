@@ -27,6 +27,8 @@ struct Harness {
     /// How many more bytes the "socket" takes (`usize::MAX`: all).
     room: usize,
     t0: Instant,
+    /// The time of the latest input (what a flush is given).
+    now: Instant,
 }
 
 fn config(route: RouteConfig) -> ServerConfig {
@@ -63,6 +65,7 @@ fn start(config: ServerConfig, kind: ConnectionKind) -> Harness {
         wire: Vec::new(),
         room: usize::MAX,
         t0,
+        now: t0,
     }
 }
 
@@ -82,6 +85,7 @@ impl Harness {
     fn feed(&mut self, bytes: &[u8], ms: u64) {
         let mut bytes = bytes.to_vec();
         let now = self.at(ms);
+        self.now = now;
         self.session.on_bytes(&mut bytes, now);
     }
 
@@ -90,30 +94,35 @@ impl Harness {
         let mut items = VecDeque::new();
         let taken = self.session.connection().outbound.take(&mut items);
         let now = self.at(ms);
+        self.now = now;
         self.session.on_outbound(&mut items, taken, now)
     }
 
     fn flush(&mut self) {
+        let now = self.now;
         let (wire, room) = (&mut self.wire, &mut self.room);
         self.session
-            .flush(|slices: &[IoSlice<'_>]| {
-                if *room == 0 {
-                    return Err(io::ErrorKind::WouldBlock.into());
-                }
-                let mut n = 0;
-                for slice in slices {
-                    let take = slice.len().min(*room - n);
-                    wire.extend_from_slice(&slice[..take]);
-                    n += take;
-                    if n == *room {
-                        break;
+            .flush(
+                |slices: &[IoSlice<'_>]| {
+                    if *room == 0 {
+                        return Err(io::ErrorKind::WouldBlock.into());
                     }
-                }
-                if *room != usize::MAX {
-                    *room -= n;
-                }
-                Ok(n)
-            })
+                    let mut n = 0;
+                    for slice in slices {
+                        let take = slice.len().min(*room - n);
+                        wire.extend_from_slice(&slice[..take]);
+                        n += take;
+                        if n == *room {
+                            break;
+                        }
+                    }
+                    if *room != usize::MAX {
+                        *room -= n;
+                    }
+                    Ok(n)
+                },
+                now,
+            )
             .unwrap();
     }
 
@@ -374,6 +383,55 @@ fn the_close_policy_drops_the_backlog_but_the_1008_close_frame_still_goes_out() 
     let text = format!("text {}", "a".repeat(600));
     assert_eq!(h.frames(), [text.as_str(), "close 1008"]);
     assert_eq!(h.outbound_buffered(), 0);
+}
+
+#[test]
+fn a_close_behind_a_slow_reader_waits_as_long_as_the_reader_makes_progress() {
+    let mut route = RouteConfig::new("/");
+    route.max_backpressure = 1000;
+    route.slow_consumer = SlowConsumerPolicy::Close;
+    let mut h = websocket(route);
+    let connection = h.session.connection().clone();
+    // A large frame, partly written, then an eviction: our 1008 waits
+    // behind the rest of that frame.
+    connection.send_message(&vec![b'a'; 50_000], false);
+    h.outbound(0);
+    h.room = 1000;
+    h.flush();
+    connection.send_message(&vec![b'b'; 5_000], false);
+    h.outbound(10);
+    let first = h.session.next_deadline().unwrap();
+    assert_eq!(first, h.at(10) + Duration::from_secs(5));
+    // The reader takes a little every 4 s: each bit of progress moves the
+    // deadline, and the 1008 arrives in the end (12 s after the eviction).
+    for second in [4u64, 8, 12] {
+        h.room = 20_000;
+        h.now = h.at(second * 1000);
+        h.flush();
+        assert_eq!(h.session.on_deadline(h.at(second * 1000)), Step::Continue);
+    }
+    assert!(h.session.is_done());
+    let frames = h.frames();
+    assert_eq!(frames.last().map(String::as_str), Some("close 1008"));
+    // Without progress the close timeout ends it.
+    let mut h = websocket(RouteConfig::new("/"));
+    h.session
+        .connection()
+        .send_message(&vec![b'a'; 50_000], false);
+    h.outbound(0);
+    h.room = 1000;
+    h.flush();
+    h.session.connection().enqueue(
+        OutItem::Close {
+            code: 1000,
+            reason: String::new(),
+        },
+        0,
+    );
+    h.outbound(10);
+    h.room = 0;
+    h.flush();
+    assert_eq!(h.session.on_deadline(h.at(5010)), Step::End);
 }
 
 #[test]

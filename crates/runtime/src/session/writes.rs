@@ -18,6 +18,15 @@ use crate::stats::{self, Stats};
 /// already amortises the syscall).
 const MAX_IO_SLICES: usize = 64;
 
+/// What a flush did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Flushed {
+    /// Everything went out (false: the socket is full).
+    pub all: bool,
+    /// Some bytes went out.
+    pub progress: bool,
+}
+
 #[derive(Default)]
 pub(crate) struct WriteQueue {
     queued: Option<Box<Queued>>,
@@ -93,23 +102,25 @@ impl WriteQueue {
         }
     }
 
-    /// Write without waiting through `write`; returns whether everything
-    /// went out (`Ok(false)`: the socket is full). An emptied queue frees
-    /// its memory.
+    /// Write without waiting through `write`. An emptied queue frees its
+    /// memory.
     pub(crate) fn flush(
         &mut self,
         write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
         outbound: &Outbound,
         stats: &Stats,
-    ) -> io::Result<bool> {
+    ) -> io::Result<Flushed> {
         let Some(queued) = &mut self.queued else {
-            return Ok(true);
+            return Ok(Flushed {
+                all: true,
+                progress: false,
+            });
         };
-        let all_written = queued.flush(write, outbound, stats)?;
-        if all_written {
+        let flushed = queued.flush(write, outbound, stats)?;
+        if flushed.all {
             self.queued = None;
         }
-        Ok(all_written)
+        Ok(flushed)
     }
 }
 
@@ -146,7 +157,8 @@ impl Queued {
         mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
         outbound: &Outbound,
         stats: &Stats,
-    ) -> io::Result<bool> {
+    ) -> io::Result<Flushed> {
+        let mut progress = false;
         if let Some(pong) = self.pong.take() {
             // Ahead of everything but a frame already on its way.
             let at = usize::from(self.front_partial).min(self.frames.len());
@@ -163,17 +175,26 @@ impl Queued {
             match write(&slices[..count]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
+                    progress = true;
                     let preamble = n.min(self.preamble);
                     self.preamble -= preamble;
                     outbound.written(n - preamble);
                     stats::add(&stats.bytes_out, (n - preamble) as u64);
                     self.advance(n);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok(Flushed {
+                        all: false,
+                        progress,
+                    })
+                }
                 Err(e) => return Err(e),
             }
         }
-        Ok(true)
+        Ok(Flushed {
+            all: true,
+            progress,
+        })
     }
 
     /// Forget the first `n` bytes, which are on the wire.
@@ -215,7 +236,12 @@ mod tests {
             queue.push_pong(Bytes::from(n.to_string()), &out);
         }
         let mut wire = Vec::new();
-        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert!(
+            queue
+                .flush(socket(&mut wire, 100), &out, &stats)
+                .unwrap()
+                .all
+        );
         assert_eq!(wire, b"012");
     }
 
@@ -250,11 +276,16 @@ mod tests {
         queue.push_own(Bytes::from_static(b"aaaa"), &out);
         queue.push_own(Bytes::from_static(b"bbbb"), &out);
         let mut wire = Vec::new();
-        assert!(!queue.flush(socket(&mut wire, 2), &out, &stats).unwrap());
+        assert!(!queue.flush(socket(&mut wire, 2), &out, &stats).unwrap().all);
         assert_eq!(wire, b"aa");
         queue.drop_unsent(&out);
         queue.push_own(Bytes::from_static(b"cc"), &out);
-        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert!(
+            queue
+                .flush(socket(&mut wire, 100), &out, &stats)
+                .unwrap()
+                .all
+        );
         assert_eq!(wire, b"aaaacc");
         assert_eq!(out.buffered(), 0);
     }
@@ -270,7 +301,12 @@ mod tests {
         }
         assert_eq!(out.buffered(), 4 + 3);
         let mut wire = Vec::new();
-        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert!(
+            queue
+                .flush(socket(&mut wire, 100), &out, &stats)
+                .unwrap()
+                .all
+        );
         assert_eq!(wire, b"999data");
         assert_eq!(out.buffered(), 0);
         assert!(queue.is_empty());
@@ -286,7 +322,12 @@ mod tests {
         queue.drop_unsent(&out);
         queue.push_own(Bytes::from_static(b"close"), &out);
         let mut wire = Vec::new();
-        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert!(
+            queue
+                .flush(socket(&mut wire, 100), &out, &stats)
+                .unwrap()
+                .all
+        );
         assert_eq!(wire, b"101 close");
         assert_eq!(out.buffered(), 0);
         assert_eq!(
@@ -303,10 +344,15 @@ mod tests {
         queue.push_own(Bytes::from_static(b"aaaa"), &out);
         queue.push_own(Bytes::from_static(b"bbbb"), &out);
         let mut wire = Vec::new();
-        assert!(!queue.flush(socket(&mut wire, 1), &out, &stats).unwrap());
+        assert!(!queue.flush(socket(&mut wire, 1), &out, &stats).unwrap().all);
         queue.queued().pong = Some(Bytes::from_static(b"P"));
         out.account(1);
-        assert!(queue.flush(socket(&mut wire, 100), &out, &stats).unwrap());
+        assert!(
+            queue
+                .flush(socket(&mut wire, 100), &out, &stats)
+                .unwrap()
+                .all
+        );
         assert_eq!(wire, b"aaaaPbbbb");
     }
 }
