@@ -284,6 +284,40 @@ describe('backpressure', () => {
     }
   });
 
+  test('a client that pings and never reads costs at most maxBackpressure, and others go on', async () => {
+    // Each ping owes a pong; past the backpressure limit only the latest
+    // is owed (RFC 6455 allows it), so a flood cannot grow the queue.
+    const { server, url, port } = await feedServer({ maxBackpressure: 64 * KiB });
+    const flooder = await RawClient.open(port, '/feed?tag=flooder', { paused: true });
+    const normal = await connect(`${url}/echo`);
+    try {
+      const ping = clientFrame(OP.PING, Buffer.from('0123456789abcdef0123456789abcdef'));
+      const burst = Buffer.concat(Array.from({ length: 2000 }, () => ping));
+      let maxBuffered = 0;
+      // 200,000 pings (7.6 MB of them) in bursts.
+      for (let i = 0; i < 100; i++) {
+        if (!flooder.socket.write(burst)) await new Promise((resolve) => flooder.socket.once('drain', resolve));
+        maxBuffered = Math.max(maxBuffered, server.stats().outboundBufferedBytes);
+        if (i % 25 === 0) assert.ok((await echoLatency(normal, `during ${i}`)) < 500);
+      }
+      await sleep(200);
+      maxBuffered = Math.max(maxBuffered, server.stats().outboundBufferedBytes);
+      assert.ok(maxBuffered <= 64 * KiB + 64, `the pongs queued reached ${maxBuffered} bytes`);
+      assert.ok((await echoLatency(normal, 'after')) < 500);
+      // It reads at last: pongs, in order, each answering a ping it sent.
+      flooder.startReading();
+      await waitFor(() => flooder.frames.length > 0, 5000, 'the pongs');
+      await sleep(100);
+      assert.equal(flooder.malformed, null);
+      assert.ok(flooder.frames.every((f) => f.opcode === OP.PONG), 'only pongs');
+      assert.ok(flooder.frames.length < 200_000, `${flooder.frames.length} pongs for 200,000 pings`);
+    } finally {
+      flooder.destroy();
+      normal.terminate();
+      await server.close({ drainTimeout: 500 });
+    }
+  });
+
   test('end() still closes a connection whose queue is over the limit', async () => {
     for (const slowConsumer of ['drop', 'close']) {
       const { server, port, socketOf, closes } = await feedServer({ maxBackpressure: 64 * KiB, slowConsumer });

@@ -159,10 +159,13 @@ impl Queued {
         stats: &Stats,
     ) -> io::Result<Flushed> {
         let mut progress = false;
+        // The owed pong goes ahead of everything but a frame already on its
+        // way; where it is in `frames`, while none of it is written.
+        let mut pong_at = None;
         if let Some(pong) = self.pong.take() {
-            // Ahead of everything but a frame already on its way.
             let at = usize::from(self.front_partial).min(self.frames.len());
             self.frames.insert(at, pong);
+            pong_at = Some(at);
         }
         while !self.frames.is_empty() {
             // On the stack: a flush allocates nothing.
@@ -180,13 +183,24 @@ impl Queued {
                     self.preamble -= preamble;
                     outbound.written(n - preamble);
                     stats::add(&stats.bytes_out, (n - preamble) as u64);
-                    self.advance(n);
+                    let popped = self.advance(n);
+                    pong_at = pong_at.and_then(|at| {
+                        // Still whole, and where?
+                        let reached = popped > at || (popped == at && self.front_partial);
+                        (!reached).then(|| at - popped)
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Not a byte of the pong went out: it stays owed (and
+                    // replaceable), so flushes that find the socket full do
+                    // not queue one more pong each.
+                    if let Some(at) = pong_at {
+                        self.pong = self.frames.remove(at);
+                    }
                     return Ok(Flushed {
                         all: false,
                         progress,
-                    })
+                    });
                 }
                 Err(e) => return Err(e),
             }
@@ -197,20 +211,24 @@ impl Queued {
         })
     }
 
-    /// Forget the first `n` bytes, which are on the wire.
-    fn advance(&mut self, mut n: usize) {
+    /// Forget the first `n` bytes, which are on the wire; returns how many
+    /// whole frames went.
+    fn advance(&mut self, mut n: usize) -> usize {
+        let mut popped = 0;
         while n > 0 {
             let front = self.frames.front_mut().expect("wrote more than queued");
             if n >= front.len() {
                 n -= front.len();
                 self.frames.pop_front();
                 self.front_partial = false;
+                popped += 1;
             } else {
                 front.advance(n);
                 self.front_partial = true;
                 n = 0;
             }
         }
+        popped
     }
 }
 
@@ -334,6 +352,27 @@ mod tests {
             stats.bytes_out.load(std::sync::atomic::Ordering::Relaxed),
             5
         );
+    }
+
+    #[test]
+    fn flushes_into_a_full_socket_keep_owing_one_pong() {
+        let out = Outbound::new(4, SlowConsumerPolicy::Drop, crate::wake::WakeTarget::none());
+        let stats = Stats::default();
+        let mut queue = WriteQueue::default();
+        queue.push_own(Bytes::from_static(b"data"), &out);
+        let mut wire = Vec::new();
+        for n in 0..100u32 {
+            queue.push_pong(Bytes::from(format!("p{n}")), &out);
+            assert!(!queue.flush(socket(&mut wire, 0), &out, &stats).unwrap().all);
+        }
+        assert_eq!(out.buffered(), 4 + 3, "data and one pong");
+        assert!(
+            queue
+                .flush(socket(&mut wire, 100), &out, &stats)
+                .unwrap()
+                .all
+        );
+        assert_eq!(wire, b"p99data");
     }
 
     #[test]
