@@ -40,6 +40,11 @@ impl ConnectionKind {
     }
 }
 
+/// Messages from this size on, sent to one connection, are written
+/// straight from the caller's bytes when the socket is free for it (see
+/// `Outbound::send_direct`), instead of being copied into the queue.
+const SEND_DIRECT_FROM: usize = 16 * 1024;
+
 /// Published frames up to this size are copied into each recipient's queue
 /// rather than shared: below it a copy costs less than the shared buffer's
 /// reference counting and a slice of its own in every vectored write.
@@ -78,6 +83,11 @@ impl Connection {
 
     /// Queue a message for this connection alone, framed for its kind.
     pub fn send_message(self: &Arc<Self>, payload: &[u8], binary: bool) -> SendStatus {
+        if payload.len() >= SEND_DIRECT_FROM {
+            if let Some(status) = self.send_large(payload, binary) {
+                return status;
+            }
+        }
         let (status, wake) = match self.kind {
             ConnectionKind::WebSocket | ConnectionKind::RpcWebSocket => {
                 self.outbound.push_message(payload, binary)
@@ -90,6 +100,24 @@ impl Connection {
         };
         self.woken(wake);
         status
+    }
+
+    /// A large message written from the caller's bytes, without a copy,
+    /// when the I/O thread has released the socket; `None` otherwise.
+    fn send_large(self: &Arc<Self>, payload: &[u8], binary: bool) -> Option<SendStatus> {
+        let mut header = [0u8; 14];
+        let head = match self.kind {
+            ConnectionKind::WebSocket | ConnectionKind::RpcWebSocket => {
+                let len = crate::framing::message_header(payload.len(), binary, &mut header);
+                &header[..len]
+            }
+            // Protocol frames, already framed by the worker's peer.
+            ConnectionKind::RpcStream => &header[..0],
+            ConnectionKind::WebSocketDeflate => return None,
+        };
+        let (status, wake) = self.outbound.send_direct(head, payload, &self.stats)?;
+        self.woken(wake);
+        Some(status)
     }
 
     /// Queue a payload for a compressing connection, which compresses and

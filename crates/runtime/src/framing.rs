@@ -57,6 +57,12 @@ pub fn frame_control(op: OpCode, payload: &[u8]) -> Bytes {
     build(op, false, &[], payload)
 }
 
+/// The header of an unmasked, final message frame carrying `len` payload
+/// bytes, written into `out`; returns its length.
+pub fn message_header(len: usize, binary: bool, out: &mut [u8; 14]) -> usize {
+    encode_header(true, false, opcode(binary), len as u64, None, out)
+}
+
 /// Header length of an unmasked frame carrying `len` payload bytes.
 pub fn header_len(len: usize) -> usize {
     switchboard_proto::ws::encoder::header_len(len as u64, false)

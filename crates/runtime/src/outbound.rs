@@ -327,42 +327,86 @@ impl Outbound {
         let Writer::Direct(fd) = state.writer else {
             return state.items.is_empty();
         };
+        if state.items.is_empty() {
+            return true;
+        }
+        match self.write_queued(&mut state, fd, &[], stats) {
+            Some(0) => true,
+            Some(_) | None => false,
+        }
+    }
+
+    /// Send one large message straight from the caller's bytes (`head`,
+    /// then `payload`), behind what is queued, in one `writev`, when the
+    /// I/O thread has released the socket: no copy of the payload unless
+    /// the socket does not take all of it (then its unsent rest is queued).
+    /// `None`: the socket is not released; queue it as usual. Otherwise the
+    /// send's status, and whether the I/O thread must be woken.
+    pub fn send_direct(&self, head: &[u8], payload: &[u8], stats: &Stats) -> Option<(SendStatus, bool)> {
+        let mut state = self.state.lock();
+        let Writer::Direct(fd) = state.writer else {
+            return None;
+        };
+        let len = head.len() + payload.len();
+        if let Err(refused) = self.admit(&mut state, len, false) {
+            return Some((refused, false));
+        }
+        let left = self.write_queued(&mut state, fd, &[head, payload], stats)?;
+        if left == 0 {
+            return Some((SendStatus::Sent, false));
+        }
+        Some((SendStatus::Buffered, true))
+    }
+
+    /// One `writev` of the queued frames and then `extra` (parts of one
+    /// more frame, not queued yet); what is not written stays queued (the
+    /// rest of `extra` copied), and the socket goes back to the I/O thread.
+    /// Returns the bytes left for it, or `None` when nothing could be tried
+    /// (an item needs the I/O thread, or there are too many to write at
+    /// once); the socket is then the I/O thread's.
+    fn write_queued(&self, state: &mut State, fd: RawFd, extra: &[&[u8]], stats: &Stats) -> Option<usize> {
         let mut slices = [IoSlice::new(&[]); MAX_DIRECT_SLICES];
         let mut count = 0;
-        for item in state.items.iter().take(MAX_DIRECT_SLICES) {
+        for item in &state.items {
             let bytes: &[u8] = match item {
                 OutItem::Frame(frame) => frame,
                 OutItem::Coalesced(frames) => frames,
                 // The I/O thread compresses and closes.
-                OutItem::Message { .. } | OutItem::Close { .. } => break,
+                OutItem::Message { .. } | OutItem::Close { .. } => {
+                    state.writer = Writer::IoThread;
+                    return None;
+                }
             };
+            if count + extra.len() == MAX_DIRECT_SLICES {
+                state.writer = Writer::IoThread;
+                return None;
+            }
             slices[count] = IoSlice::new(bytes);
             count += 1;
         }
-        if count == 0 {
-            let idle = state.items.is_empty();
-            if !idle {
-                state.writer = Writer::IoThread;
-            }
-            return idle;
+        let queued_count = count;
+        for part in extra {
+            slices[count] = IoSlice::new(part);
+            count += 1;
         }
         let written = match crate::fd_write::write_vectored(fd, &slices[..count]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
             // The I/O thread finds the error on its own next write or read.
-            Err(_) => {
-                state.writer = Writer::IoThread;
-                return false;
-            }
+            Err(_) => 0,
         };
-        self.buffered.fetch_sub(written, Ordering::AcqRel);
         stats::add(&stats.bytes_out, written as u64);
-        let mut left = written;
+        // What was queued went first.
+        let queued_bytes: usize = slices[..queued_count].iter().map(|s| s.len()).sum();
+        let from_queue = written.min(queued_bytes);
+        self.buffered.fetch_sub(from_queue, Ordering::AcqRel);
+        let mut left = from_queue;
         while left > 0 {
             let front = state.items.front_mut().expect("wrote more than queued");
             let len = front.counted_bytes();
             if left >= len {
                 state.items.pop_front();
+                state.front_partial = false;
                 left -= len;
             } else {
                 match front {
@@ -374,14 +418,31 @@ impl Outbound {
                 left = 0;
             }
         }
-        if state.items.is_empty() {
-            return true;
+        // Then the extra frame: its unsent rest is copied into the queue.
+        let extra_len: usize = extra.iter().map(|part| part.len()).sum();
+        let extra_written = written - from_queue;
+        if extra_written < extra_len {
+            let mut rest = BytesMut::with_capacity(extra_len - extra_written);
+            let mut skip = extra_written;
+            for part in extra {
+                let taken = skip.min(part.len());
+                rest.extend_from_slice(&part[taken..]);
+                skip -= taken;
+            }
+            if extra_written > 0 {
+                // All that was queued went out before it, so it is the front.
+                state.front_partial = true;
+            }
+            self.buffered.fetch_add(rest.len(), Ordering::AcqRel);
+            state.items.push_back(OutItem::Frame(rest.freeze()));
         }
-        // The socket is full, or more is queued than one write takes: the
-        // I/O thread goes on, on writability.
-        state.writer = Writer::IoThread;
-        self.congested.store(true, Ordering::Release);
-        false
+        let left: usize = state.items.iter().map(OutItem::counted_bytes).sum();
+        if left > 0 {
+            // The socket is full: the I/O thread goes on, on writability.
+            state.writer = Writer::IoThread;
+            self.congested.store(true, Ordering::Release);
+        }
+        Some(left)
     }
 
     /// Refuse every later send and forget what is still queued; only the
@@ -569,6 +630,46 @@ mod tests {
         assert!(taken.front_partial, "the first item is the rest of a frame");
         let rest: usize = items.iter().map(OutItem::counted_bytes).sum();
         assert_eq!(rest, queued - written + 3);
+    }
+
+    #[test]
+    fn a_large_send_goes_out_from_the_callers_bytes_behind_what_is_queued() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stats = Stats::default();
+        let out = Outbound::new(1 << 20, SlowConsumerPolicy::Drop, WakeTarget::none());
+        // Not released: the caller queues it as usual.
+        assert_eq!(out.send_direct(b"H", b"payload", &stats), None);
+        out.release(Some(ours.as_raw_fd()));
+        out.push_message(b"ab", false);
+        assert_eq!(out.send_direct(b"HH", b"payload", &stats), Some((SendStatus::Sent, false)));
+        assert_eq!(out.buffered(), 0);
+        let mut got = [0u8; 13];
+        theirs.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"\x81\x02abHHpayload");
+    }
+
+    #[test]
+    fn a_large_send_into_a_full_socket_queues_only_its_unsent_rest() {
+        use std::os::fd::AsRawFd;
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stats = Stats::default();
+        let out = Outbound::new(64 << 20, SlowConsumerPolicy::Drop, WakeTarget::none());
+        out.release(Some(ours.as_raw_fd()));
+        let payload = vec![9u8; 16 << 20];
+        let (status, wake) = out.send_direct(b"HEAD", &payload, &stats).unwrap();
+        assert_eq!((status, wake), (SendStatus::Buffered, true));
+        let written = stats.bytes_out.load(Ordering::Relaxed) as usize;
+        assert!(written > 4 && written < payload.len(), "{written}");
+        assert_eq!(out.buffered(), payload.len() + 4 - written);
+        let mut items = VecDeque::new();
+        assert!(out.take(&mut items).front_partial, "its rest is the front");
+        assert_eq!(items.len(), 1);
+        // Now the I/O thread's: the next large send is queued as usual.
+        assert_eq!(out.send_direct(b"H", b"x", &stats), None);
     }
 
     #[test]

@@ -254,7 +254,8 @@ describe('backpressure', () => {
     try {
       const ws = await socketOf('slow');
       const big = Buffer.alloc(4 * MiB, 3);
-      assert.equal(ws.send(big), SendStatus.SENT, 'an empty queue takes one large message');
+      const first = ws.send(big);
+      assert.ok(first === SendStatus.SENT || first === SendStatus.BUFFERED, `an empty queue takes one large message (${first})`);
       await sleep(50);
       assert.equal(ws.send(Buffer.alloc(CHUNK)), SendStatus.DROPPED, 'the next one passes the limit: evicted');
       // Read in sips: one read (at most 64 KiB) every 40 ms, under 2 MiB/s,
