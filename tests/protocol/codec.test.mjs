@@ -123,10 +123,11 @@ function generator(seed) {
     }
     return Buffer.byteLength(s) >= minBytes ? s : 'x'.repeat(minBytes);
   };
+  // Codes and codec names: printable ASCII, 0x21-0x7E (docs/protocol.md §3).
   const ascii = (min, max = 30) => {
     let s = '';
     const n = min + int(max - min + 1);
-    for (let i = 0; i < n; i++) s += String.fromCharCode(int(128));
+    for (let i = 0; i < n; i++) s += String.fromCharCode(0x21 + int(0x7e - 0x21 + 1));
     return s;
   };
   const sixteen = () => Uint8Array.from({ length: 16 }, () => int(256));
@@ -539,6 +540,23 @@ describe('decoding', () => {
       const frame = bytes(`0300${(2 + len).toString(16).padStart(2, '0')}01${len.toString(16).padStart(2, '0')}${action}`);
       throwsCode(() => P.decodeFrame(frame, 0, DEFAULT_MAX), 'ERR_PROTOCOL_MALFORMED', `action ${action}`);
     }
+  });
+
+  test('codes are printable ASCII: control bytes, space and DEL are refused even when cached as UTF-8', () => {
+    // An action of the same bytes first, so they are in the string cache.
+    for (const code of ['a\x01', 'ERR X', '\x7f', '\t', '\x00']) {
+      const message = P.encodeFrame({ type: 'message', callId: 1, expectsReply: false, uuid: null, attachments: 0, action: code, payload: new Uint8Array(0) });
+      assert.equal(P.decodeFrame(message, 0, DEFAULT_MAX).frame.action, code);
+      const codeHex = Buffer.from(code, 'latin1').toString('hex');
+      const stop = bytes('0c00' + (2 + code.length).toString(16).padStart(2, '0') + '01' + code.length.toString(16).padStart(2, '0') + codeHex);
+      throwsCode(() => P.decodeFrame(stop, 0, DEFAULT_MAX), 'ERR_PROTOCOL_MALFORMED', `STOP code ${JSON.stringify(code)}`);
+      // A long one takes the path without the cache.
+      const long = 'E'.repeat(100) + code;
+      const longStop = bytes('0c00' + (2 + long.length).toString(16).padStart(2, '0') + '01' + long.length.toString(16).padStart(2, '0') + Buffer.from(long, 'latin1').toString('hex'));
+      throwsCode(() => P.decodeFrame(longStop, 0, DEFAULT_MAX), 'ERR_PROTOCOL_MALFORMED', `long STOP code ${JSON.stringify(code)}`);
+      assert.throws(() => P.encodeFrame({ type: 'stop', streamId: 1, code }), RangeError);
+    }
+    assert.equal(P.decodeFrame(P.encodeFrame({ type: 'stop', streamId: 1, code: '!~' }), 0, DEFAULT_MAX).frame.code, '!~');
   });
 
   test('interned strings are not confused across lengths and contents', () => {

@@ -156,7 +156,7 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(bytes).map_err(|_| WireError::Malformed(why))
     }
 
-    /// A code behind a `u8` length: 1–255 ASCII bytes.
+    /// A code behind a `u8` length: 1–255 printable ASCII bytes.
     fn code(&mut self, why: &'static str) -> Result<&'a str, WireError> {
         let n = self.u8()?;
         check_ascii(self.bytes(usize::from(n))?, why)
@@ -203,7 +203,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
             let settings = r.settings()?;
             let count = r.u8()?;
             let codecs = (0..count)
-                .map(|_| r.code("codec name is not 1-255 ASCII bytes"))
+                .map(|_| r.code("codec name is not 1-255 printable ASCII bytes"))
                 .collect::<Result<Vec<_>, _>>()?;
             Frame::Hello(Hello {
                 settings,
@@ -213,7 +213,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         }
         WELCOME => {
             let settings = r.settings()?;
-            let codec = r.code("codec name is not 1-255 ASCII bytes")?;
+            let codec = r.code("codec name is not 1-255 printable ASCII bytes")?;
             Frame::Welcome(Welcome {
                 settings,
                 codec,
@@ -260,7 +260,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         },
         ERROR => {
             let call_id = r.uint(a)?;
-            let code = r.code("error code is not 1-255 ASCII bytes")?;
+            let code = r.code("error code is not 1-255 printable ASCII bytes")?;
             let n = r.u16()?;
             let message = r.utf8(usize::from(n), "error message is not UTF-8")?;
             Frame::Error(ErrorFrame {
@@ -289,7 +289,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         STREAM_END => {
             let stream_id = r.uint(a)?;
             let abort = if d & ABORT != 0 {
-                let code = r.code("abort code is not 1-255 ASCII bytes")?;
+                let code = r.code("abort code is not 1-255 printable ASCII bytes")?;
                 let n = r.buf.len();
                 let message = r.utf8(n, "abort message is not UTF-8")?;
                 Some(Abort { code, message })
@@ -309,7 +309,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         }
         STOP => Frame::Stop {
             stream_id: r.uint(a)?,
-            code: r.code("stop code is not 1-255 ASCII bytes")?,
+            code: r.code("stop code is not 1-255 printable ASCII bytes")?,
         },
         CANCEL => Frame::Cancel {
             call_id: r.uint(a)?,
@@ -319,7 +319,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         },
         GO_AWAY => {
             let last_call_id = r.uint(a)?;
-            let code = r.code("go-away code is not 1-255 ASCII bytes")?;
+            let code = r.code("go-away code is not 1-255 printable ASCII bytes")?;
             let n = r.buf.len();
             let message = r.utf8(n, "go-away message is not UTF-8")?;
             Frame::GoAway {
@@ -438,6 +438,9 @@ mod tests {
         assert_eq!(code("03 40 04 01 00 01 61", MAX), "ERR_PROTOCOL_MALFORMED"); // 0 attachments
         assert_eq!(code("03 00 03 01 01 ff", MAX), "ERR_PROTOCOL_MALFORMED"); // bad UTF-8
         assert_eq!(code("0c 00 03 01 01 80", MAX), "ERR_PROTOCOL_MALFORMED"); // non-ASCII
+        assert_eq!(code("0c 00 03 01 01 01", MAX), "ERR_PROTOCOL_MALFORMED"); // control
+        assert_eq!(code("0c 00 04 01 02 61 20", MAX), "ERR_PROTOCOL_MALFORMED"); // space
+        assert_eq!(code("0c 00 03 01 01 7f", MAX), "ERR_PROTOCOL_MALFORMED"); // DEL
         assert_eq!(code("0b 00 02 01 00", MAX), "ERR_PROTOCOL_MALFORMED"); // zero credit
         assert_eq!(code("0e 00 01 00", MAX), "ERR_PROTOCOL_MALFORMED"); // heartbeat body
     }

@@ -160,7 +160,7 @@ pub struct Response<'a> {
 pub struct ErrorFrame<'a> {
     /// The call answered.
     pub call_id: u64,
-    /// ASCII, 1–255 bytes, conventionally `ERR_*`.
+    /// Printable ASCII, 1–255 bytes, conventionally `ERR_*`.
     pub code: &'a str,
     /// Human-readable, at most 65535 bytes of UTF-8.
     pub message: &'a str,
@@ -180,7 +180,7 @@ pub struct FileInfo<'a> {
 /// Why the sender aborted a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abort<'a> {
-    /// ASCII, 1–255 bytes.
+    /// Printable ASCII, 1–255 bytes.
     pub code: &'a str,
     /// UTF-8 (may be empty).
     pub message: &'a str,
@@ -243,7 +243,7 @@ pub enum Frame<'a> {
     Stop {
         /// The stream.
         stream_id: u64,
-        /// ASCII, 1–255 bytes.
+        /// Printable ASCII, 1–255 bytes.
         code: &'a str,
     },
     /// `0x0D`: the sender cancels its own call.
@@ -260,7 +260,7 @@ pub enum Frame<'a> {
     GoAway {
         /// Highest id of the peer's calls the sender dispatched (0 = none).
         last_call_id: u64,
-        /// ASCII, 1–255 bytes (`ERR_GOING_AWAY` or an `ERR_PROTOCOL_*`).
+        /// Printable ASCII, 1–255 bytes (`ERR_GOING_AWAY` or an `ERR_PROTOCOL_*`).
         code: &'a str,
         /// UTF-8 (may be empty).
         message: &'a str,
@@ -302,12 +302,20 @@ impl Frame<'_> {
                     return Err(WireError::Malformed("more than 255 codecs"));
                 }
                 h.codecs.iter().try_for_each(|c| {
-                    check_ascii(c.as_bytes(), "codec name is not 1-255 ASCII bytes").map(drop)
+                    check_ascii(
+                        c.as_bytes(),
+                        "codec name is not 1-255 printable ASCII bytes",
+                    )
+                    .map(drop)
                 })
             }
             Frame::Welcome(w) => {
                 check_settings(&w.settings)?;
-                check_ascii(w.codec.as_bytes(), "codec name is not 1-255 ASCII bytes").map(drop)
+                check_ascii(
+                    w.codec.as_bytes(),
+                    "codec name is not 1-255 printable ASCII bytes",
+                )
+                .map(drop)
             }
             Frame::Message(m) => {
                 check_int(m.call_id)?;
@@ -321,7 +329,10 @@ impl Frame<'_> {
             }
             Frame::Error(e) => {
                 check_int(e.call_id)?;
-                check_ascii(e.code.as_bytes(), "error code is not 1-255 ASCII bytes")?;
+                check_ascii(
+                    e.code.as_bytes(),
+                    "error code is not 1-255 printable ASCII bytes",
+                )?;
                 check_u16_len(e.message, "error message longer than 65535 bytes")
             }
             Frame::StreamOpen { stream_id, file } => {
@@ -338,10 +349,11 @@ impl Frame<'_> {
             Frame::StreamEnd { stream_id, abort } => {
                 check_int(*stream_id)?;
                 match abort {
-                    Some(a) => {
-                        check_ascii(a.code.as_bytes(), "abort code is not 1-255 ASCII bytes")
-                            .map(drop)
-                    }
+                    Some(a) => check_ascii(
+                        a.code.as_bytes(),
+                        "abort code is not 1-255 printable ASCII bytes",
+                    )
+                    .map(drop),
                     None => Ok(()),
                 }
             }
@@ -355,14 +367,22 @@ impl Frame<'_> {
             }
             Frame::Stop { stream_id, code } => {
                 check_int(*stream_id)?;
-                check_ascii(code.as_bytes(), "stop code is not 1-255 ASCII bytes").map(drop)
+                check_ascii(
+                    code.as_bytes(),
+                    "stop code is not 1-255 printable ASCII bytes",
+                )
+                .map(drop)
             }
             Frame::Heartbeat { .. } => Ok(()),
             Frame::GoAway {
                 last_call_id, code, ..
             } => {
                 check_int(*last_call_id)?;
-                check_ascii(code.as_bytes(), "go-away code is not 1-255 ASCII bytes").map(drop)
+                check_ascii(
+                    code.as_bytes(),
+                    "go-away code is not 1-255 printable ASCII bytes",
+                )
+                .map(drop)
             }
         }
     }
@@ -404,10 +424,22 @@ pub(crate) fn check_action(bytes: &[u8]) -> Result<&str, WireError> {
     std::str::from_utf8(bytes).map_err(|_| WireError::Malformed("action is not UTF-8"))
 }
 
-/// A code or codec name: 1–255 ASCII bytes. `why` is the error's reason,
-/// naming the field for whoever reads the log.
+/// Whether `code` may stand as a code or codec name (§3): 1–255 printable
+/// ASCII bytes, `0x21`–`0x7E` (letters, digits, punctuation; no space, no
+/// control character). Use it on codes that come from elsewhere (a close
+/// reason, user input) before putting them in a frame.
+pub fn is_code(code: &str) -> bool {
+    is_code_bytes(code.as_bytes())
+}
+
+fn is_code_bytes(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.len() <= 255 && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+}
+
+/// A code or codec name: 1–255 printable ASCII bytes ([`is_code`]). `why`
+/// is the error's reason, naming the field for whoever reads the log.
 pub(crate) fn check_ascii<'a>(bytes: &'a [u8], why: &'static str) -> Result<&'a str, WireError> {
-    if bytes.is_empty() || bytes.len() > 255 || !bytes.is_ascii() {
+    if !is_code_bytes(bytes) {
         return Err(WireError::Malformed(why));
     }
     // ASCII is valid UTF-8; from_utf8 re-checks in a few cycles, no unsafe.
@@ -477,6 +509,12 @@ mod tests {
         assert!(stop("ERR_X").validate().is_ok());
         assert!(stop("ERR_é").validate().is_err());
         assert!(stop("").validate().is_err());
+        // Printable ASCII only: no control character, no space, no DEL.
+        for bad in ["a\x01", "ERR X", "ERR\x7f", "\t"] {
+            assert!(stop(bad).validate().is_err(), "{bad:?}");
+            assert!(!is_code(bad), "{bad:?}");
+        }
+        assert!(is_code("!~") && is_code(&"x".repeat(255)) && !is_code(&"x".repeat(256)));
     }
 
     #[test]

@@ -37,8 +37,8 @@ pub use encode::{
 };
 pub use error::{WireError, ALL_ERROR_CODES};
 pub use frame::{
-    frame_type, Abort, ErrorFrame, FileInfo, Frame, Hello, Message, Response, Settings, Welcome,
-    ALL_FEATURES, FEATURE_CANCEL, FEATURE_FILES, FEATURE_STREAMS,
+    frame_type, is_code, Abort, ErrorFrame, FileInfo, Frame, Hello, Message, Response, Settings,
+    Welcome, ALL_FEATURES, FEATURE_CANCEL, FEATURE_FILES, FEATURE_STREAMS,
 };
 pub use handshake::{accept_hello, OwnedWelcome, ServerSettings, RAW_CODEC};
 pub use int::MAX_INTEGER;

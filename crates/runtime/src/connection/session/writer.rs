@@ -30,7 +30,13 @@ impl Context {
             return;
         }
         if self.dialect != Dialect::WebSocket {
-            let wire_code = reason.split(':').next().filter(|c| c.starts_with("ERR_"));
+            // Only a code the protocol allows (§3: printable ASCII) goes
+            // on the wire; a reason that does not start with one gets the
+            // generic code.
+            let wire_code = reason
+                .split(':')
+                .next()
+                .filter(|c| c.starts_with("ERR_") && switchboard_proto::wire::is_code(c));
             self.push_go_away(wire_code.unwrap_or("ERR_GOING_AWAY"), reason);
             if self.dialect == Dialect::Wire {
                 self.last_frame_queued(code, reason);

@@ -1,0 +1,43 @@
+// The points of docs/protocol.md that an independent implementation of the
+// protocol relies on, checked end to end through the real server with raw
+// sockets: what a well-behaved client never sends, and what the server must
+// answer to it.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { Server } from 'switchboard';
+import { HELLO, PREFACE, encodeFrame, rawConnect } from './raw.mjs';
+import { randomSeed } from 'switchboard-protocol';
+
+async function startRpc(options = {}, setup = () => {}) {
+  const server = new Server({ workers: 0, ...options });
+  const closes = [];
+  server.rpc.action('echo', (call) => call.decode());
+  setup(server.rpc);
+  server.rpc.onClose((connection, code, reason) => closes.push({ id: connection.id, code, reason }));
+  const [address] = await server.listen([{ host: '127.0.0.1', port: 0, protocol: 'rpc' }]);
+  return { server, port: address.port, closes };
+}
+
+/** Every frame the server sends until it closes the connection. */
+async function framesUntilClose(socket) {
+  const frames = [];
+  for (let frame = await socket.nextFrame(); frame !== null; frame = await socket.nextFrame()) frames.push(frame);
+  return frames;
+}
+
+test('§3: a codec name with a control byte is malformed, not a codec the server does not speak', async (t) => {
+  const { server, port } = await startRpc();
+  t.after(() => server.close());
+  const hello = Buffer.from(encodeFrame({ ...HELLO, seed: randomSeed(), codecs: ['a~', 'json'] }));
+  // The one codec name "a~" becomes "a\x01": below 0x80, yet not printable.
+  const at = hello.indexOf(Buffer.from([0x02, 0x61, 0x7e]));
+  assert.ok(at > 0);
+  hello[at + 2] = 0x01;
+  const socket = await rawConnect(port);
+  socket.write(Buffer.concat([PREFACE, hello]));
+  const frames = await framesUntilClose(socket);
+  assert.deepEqual(
+    frames.map((f) => [f.type, f.code]),
+    [['goAway', 'ERR_PROTOCOL_MALFORMED']],
+  );
+});
