@@ -5,7 +5,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Server } from 'switchboard';
-import { HELLO, PREFACE, encodeFrame, rawConnect } from './raw.mjs';
+import { HELLO, PREFACE, encodeFrame, handshake, rawConnect } from './raw.mjs';
+import { until } from '../fixtures/rpc-e2e.mjs';
 import { randomSeed } from 'switchboard-protocol';
 
 async function startRpc(options = {}, setup = () => {}) {
@@ -40,4 +41,31 @@ test('§3: a codec name with a control byte is malformed, not a codec the server
     frames.map((f) => [f.type, f.code]),
     [['goAway', 'ERR_PROTOCOL_MALFORMED']],
   );
+});
+
+const message = (callId, action, { attachments = 0, expectsReply = true, payload = new Uint8Array() } = {}) =>
+  encodeFrame({ type: 'message', callId, expectsReply, uuid: null, attachments, action, payload });
+
+test('§8: a violation the peer finds (flow control) gets exactly one GO_AWAY, then the close', async (t) => {
+  const { server, port, closes } = await startRpc({ rpc: { initialWindow: 4096 } }, (rpc) =>
+    rpc.action('hold', () => new Promise(() => {})),
+  );
+  t.after(() => server.close());
+  const { socket, welcome } = await handshake(port);
+  assert.equal(welcome.initialWindow, 4096);
+  socket.write(
+    Buffer.concat([
+      message(1, 'hold', { attachments: 1 }),
+      encodeFrame({ type: 'streamOpen', streamId: 1, file: null }),
+      encodeFrame({ type: 'streamData', streamId: 1, data: new Uint8Array(5000) }),
+    ]),
+  );
+  const frames = await framesUntilClose(socket);
+  const goAways = frames.filter((f) => f.type === 'goAway');
+  assert.equal(goAways.length, 1, `one GO_AWAY, got ${JSON.stringify(frames.map((f) => f.type))}`);
+  assert.equal(goAways[0].code, 'ERR_PROTOCOL_FLOW_CONTROL');
+  assert.equal(goAways[0].lastCallId, 1, 'the call was dispatched');
+  assert.equal(frames.at(-1), goAways[0], 'nothing after the GO_AWAY');
+  await until(() => closes.length === 1);
+  assert.match(closes[0].reason, /^ERR_PROTOCOL_FLOW_CONTROL/);
 });

@@ -228,11 +228,17 @@ impl ServerHandle {
         }
     }
 
-    /// Start the closing handshake.
+    /// Start the closing handshake. A protocol connection sends a GO_AWAY
+    /// first (its code from `reason`) unless `goAway` is false: its
+    /// JavaScript peer wrote one already.
     #[napi]
-    pub fn end(&self, connection: i64, code: u32, reason: String) -> bool {
-        self.server
-            .end(id_from_js(connection), code as u16, &reason)
+    pub fn end(&self, connection: i64, code: u32, reason: String, go_away: Option<bool>) -> bool {
+        self.server.end(
+            id_from_js(connection),
+            code as u16,
+            &reason,
+            go_away.unwrap_or(true),
+        )
     }
 
     /// Drop the connection at once.

@@ -42,8 +42,14 @@ pub enum OutItem {
     /// A message payload the connection frames itself, because it compresses
     /// with its own permessage-deflate context.
     Message { payload: Bytes, binary: bool },
-    /// Start the closing handshake with this code and reason.
-    Close { code: u16, reason: String },
+    /// Start the closing handshake with this code and reason. A protocol
+    /// connection sends a GO_AWAY first unless `go_away` is false (its
+    /// JavaScript peer wrote one already: the peer says one GO_AWAY, §8).
+    Close {
+        code: u16,
+        reason: String,
+        go_away: bool,
+    },
     /// Frames of messages sent to this connection alone, written one after
     /// another into one buffer (see [`Outbound::push_message`]).
     Coalesced(BytesMut),
@@ -333,6 +339,7 @@ mod tests {
             let close = OutItem::Close {
                 code: 1000,
                 reason: String::new(),
+                go_away: true,
             };
             assert_eq!(out.enqueue(close, 0), SendStatus::Sent);
             let mut items = VecDeque::new();

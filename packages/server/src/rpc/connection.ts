@@ -116,7 +116,9 @@ export class RpcConnection<UserData = unknown> {
       // closes the peer.
       write: (bytes) => void native.send(serverId, id, bytes, true),
       handler: (call) => init.service.dispatch(Object.assign(call, { connection: this }) as RpcCall),
-      onProtocolError: (error) => this.handle.end(id, 1002, `${error.code}: ${error.message}`),
+      // The peer wrote its GO_AWAY (with the last call id it dispatched):
+      // the native side closes without a second one.
+      onProtocolError: (error) => this.handle.end(id, 1002, `${error.code}: ${error.message}`, false),
       onHandlerError: (error, call) => {
         // A one-way message to an unknown action is the client's mistake,
         // not a failure of the server's code.

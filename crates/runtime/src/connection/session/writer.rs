@@ -46,6 +46,20 @@ impl Context {
         self.close_websocket(code, reason);
     }
 
+    /// Close a protocol connection whose GO_AWAY JavaScript's peer already
+    /// queued (a violation it found): a second one would tell the client
+    /// two different last call ids.
+    pub(super) fn close_after_go_away(&mut self, code: u16, reason: &str) {
+        if self.close_sent {
+            return;
+        }
+        if self.dialect == Dialect::Wire {
+            self.last_frame_queued(code, reason);
+        } else {
+            self.close_websocket(code, reason);
+        }
+    }
+
     /// Begin the WebSocket closing handshake from our side.
     pub(super) fn close_websocket(&mut self, code: u16, reason: &str) {
         self.push_frame(framing::frame_control(
@@ -135,7 +149,17 @@ impl Context {
                 self.pending_bytes += frames.len();
                 self.pending.push_back(frames.freeze());
             }
-            OutItem::Close { code, reason } => self.send_close(code, &reason),
+            OutItem::Close {
+                code,
+                reason,
+                go_away,
+            } => {
+                if go_away || self.dialect == Dialect::WebSocket {
+                    self.send_close(code, &reason);
+                } else {
+                    self.close_after_go_away(code, &reason);
+                }
+            }
         }
     }
 
