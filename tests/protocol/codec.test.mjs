@@ -323,6 +323,7 @@ describe('spec/wire vectors', () => {
             }
           }
           assert.equal(outcome, expected);
+          if (v.lastCallId !== undefined) assert.equal(check.lastCallId, v.lastCallId, 'lastCallId');
         });
       }
     });

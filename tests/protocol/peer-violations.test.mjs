@@ -170,6 +170,23 @@ describe('protocol violations', () => {
     assertViolation(s2, 'ERR_PROTOCOL_SEQUENCE');
   });
 
+  test("a GO_AWAY for a violation leaves out a message still owed its STREAM_OPENs (it was never dispatched)", () => {
+    const dispatched = [];
+    const s = subject({ handler: (call) => (dispatched.push(call.callId), new Promise(() => {})) });
+    s.peer.receive(message(1));
+    s.peer.receive(message(2, 'up', 2));
+    s.peer.receive(open(1));
+    s.peer.receive({ type: 'heartbeat', pong: false });
+    assertViolation(s, 'ERR_PROTOCOL_SEQUENCE');
+    assert.deepEqual(dispatched, [1]);
+    assert.equal(s.sent.at(-1).lastCallId, 1);
+    const alone = subject({ handler: () => 1 });
+    alone.peer.receive(message(1, 'up', 1));
+    alone.peer.receive({ type: 'heartbeat', pong: false });
+    assertViolation(alone, 'ERR_PROTOCOL_SEQUENCE');
+    assert.equal(alone.sent.at(-1).lastCallId, 0);
+  });
+
   test('a handshake frame after the handshake: ERR_PROTOCOL_HANDSHAKE', () => {
     const s = subject();
     s.peer.receive({ type: 'welcome', ...settings(), codec: 'json', data: new Uint8Array(0) });

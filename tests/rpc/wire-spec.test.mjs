@@ -69,3 +69,31 @@ test('§8: a violation the peer finds (flow control) gets exactly one GO_AWAY, t
   await until(() => closes.length === 1);
   assert.match(closes[0].reason, /^ERR_PROTOCOL_FLOW_CONTROL/);
 });
+
+test('§2.4: a GO_AWAY for a violation leaves out a call still owed its STREAM_OPENs', async (t) => {
+  const { server, port } = await startRpc({}, (rpc) => rpc.action('hold', () => new Promise(() => {})));
+  t.after(() => server.close());
+  for (const [name, bytes, lastCallId] of [
+    ['one attachment announced, a PING instead', [message(1, 'hold', { attachments: 1 }), encodeFrame({ type: 'heartbeat', pong: false })], 0],
+    [
+      'call 1 complete, call 2 still owed a STREAM_OPEN',
+      [
+        message(1, 'hold'),
+        message(2, 'hold', { attachments: 2 }),
+        encodeFrame({ type: 'streamOpen', streamId: 1, file: null }),
+        encodeFrame({ type: 'heartbeat', pong: false }),
+      ],
+      1,
+    ],
+  ]) {
+    const { socket } = await handshake(port);
+    socket.write(Buffer.concat(bytes));
+    const frames = await framesUntilClose(socket);
+    const goAways = frames.filter((f) => f.type === 'goAway');
+    assert.deepEqual(
+      goAways.map((f) => [f.code, f.lastCallId]),
+      [['ERR_PROTOCOL_SEQUENCE', lastCallId]],
+      name,
+    );
+  }
+});

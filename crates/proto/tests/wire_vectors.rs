@@ -392,6 +392,9 @@ fn sequences() {
             }
         }
         assert_eq!(outcome, e["result"], "{name}");
+        if let Some(last) = e.get("lastCallId") {
+            assert_eq!(Some(check.last_call_id()), last.as_u64(), "{name}");
+        }
     }
 }
 

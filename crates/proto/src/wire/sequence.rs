@@ -24,8 +24,12 @@ use super::frame::Frame;
 /// After an error the connection is over; the state is then unspecified.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SequenceCheck {
-    /// The last MESSAGE call id (0 before the first).
-    last_call_id: u64,
+    /// The last MESSAGE call id (0 before the first): the order's memory.
+    highest_call_id: u64,
+    /// The last call id of a MESSAGE whose attachments have all arrived:
+    /// what a GO_AWAY reports (§2.4). A message still waiting for its
+    /// STREAM_OPENs is never dispatched if the connection ends first.
+    complete_call_id: u64,
     /// The last STREAM_OPEN stream id (0 before the first).
     last_stream_id: u64,
     /// STREAM_OPEN frames still due after the last MESSAGE or RESPONSE.
@@ -38,10 +42,13 @@ impl SequenceCheck {
         Self::default()
     }
 
-    /// The highest call id the peer has used (0 = none): what a GO_AWAY to
-    /// this peer reports once those calls are dispatched.
+    /// The highest call id of the peer's MESSAGEs that are complete, their
+    /// attachments' STREAM_OPENs all in (0 = none): the `last call id` of a
+    /// GO_AWAY to this peer (§2.4, §8), since a message that still waits
+    /// for its attachments is not dispatched when the connection ends.
+    /// Unnumbered messages (call id 0) do not count.
     pub fn last_call_id(&self) -> u64 {
-        self.last_call_id
+        self.complete_call_id
     }
 
     /// Whether STREAM_OPEN frames are still due: the last MESSAGE or
@@ -70,6 +77,10 @@ impl SequenceCheck {
                 }
                 self.last_stream_id = *stream_id;
                 self.pending_attachments -= 1;
+                if self.pending_attachments == 0 {
+                    // The message they belong to (if numbered) is complete.
+                    self.complete_call_id = self.highest_call_id;
+                }
                 return Ok(());
             }
             _ if self.pending_attachments > 0 => {
@@ -86,14 +97,17 @@ impl SequenceCheck {
                 self.pending_attachments = m.attachments;
             }
             Frame::Message(m) => {
-                if m.call_id <= self.last_call_id {
+                if m.call_id <= self.highest_call_id {
                     return Err(WireError::CallId {
                         call_id: m.call_id,
-                        last: self.last_call_id,
+                        last: self.highest_call_id,
                     });
                 }
-                self.last_call_id = m.call_id;
+                self.highest_call_id = m.call_id;
                 self.pending_attachments = m.attachments;
+                if m.attachments == 0 {
+                    self.complete_call_id = m.call_id;
+                }
             }
             Frame::Response(r) => self.pending_attachments = r.attachments,
             _ => {}
@@ -144,6 +158,39 @@ mod tests {
         let mut check = SequenceCheck::new();
         check.check(&message(7, 0)).unwrap();
         assert_eq!(check.last_call_id(), 7);
+    }
+
+    #[test]
+    fn the_go_away_call_id_leaves_out_a_message_awaiting_its_attachments() {
+        let mut check = SequenceCheck::new();
+        check.check(&message(1, 1)).unwrap();
+        assert_eq!(check.last_call_id(), 0, "call 1 is not complete");
+        assert!(check.check(&Frame::Heartbeat { pong: false }).is_err());
+        assert_eq!(check.last_call_id(), 0, "nor after the violation");
+
+        let mut check = SequenceCheck::new();
+        check.check(&message(1, 0)).unwrap();
+        check.check(&message(2, 2)).unwrap();
+        check.check(&open(1)).unwrap();
+        assert_eq!(check.last_call_id(), 1);
+        check.check(&open(2)).unwrap();
+        assert_eq!(check.last_call_id(), 2);
+        // Attachments of a response or an unnumbered message change nothing.
+        let response = Frame::Response(Response {
+            call_id: 9,
+            last: true,
+            attachments: 1,
+            payload: &[],
+        });
+        check.check(&response).unwrap();
+        check.check(&open(3)).unwrap();
+        let mut unnumbered = message(0, 1);
+        if let Frame::Message(m) = &mut unnumbered {
+            m.expects_reply = false;
+        }
+        check.check(&unnumbered).unwrap();
+        check.check(&open(4)).unwrap();
+        assert_eq!(check.last_call_id(), 2);
     }
 
     #[test]

@@ -20,9 +20,22 @@ import { ProtocolError } from './errors.js';
 
 export class SequenceCheck {
   #lastCallId = 0;
+  /** The last call id of a MESSAGE whose STREAM_OPENs are all in. */
+  #completeCallId = 0;
   #lastStreamId = 0;
   /** STREAM_OPEN frames still owed by the last MESSAGE / RESPONSE. */
   #pendingOpens = 0;
+
+  /**
+   * The highest call id of a MESSAGE received complete, its attachments'
+   * STREAM_OPENs all in (0 = none): the `last call id` of a GO_AWAY to this
+   * peer (docs/protocol.md §2.4), since a message still waiting for its
+   * attachments is not dispatched if the connection ends. Unnumbered
+   * messages do not count.
+   */
+  get lastCallId(): number {
+    return this.#completeCallId;
+  }
 
   /**
    * Checks the next frame received; throws ProtocolError on a violation.
@@ -41,7 +54,7 @@ export class SequenceCheck {
           throw new ProtocolError('ERR_PROTOCOL_SEQUENCE', 'STREAM_OPEN that does not follow a MESSAGE or RESPONSE with attachments');
         }
         this.#checkStreamId(frame.streamId);
-        this.#pendingOpens--;
+        if (--this.#pendingOpens === 0) this.#completeCallId = this.#lastCallId;
         return;
       default:
         break;
@@ -68,6 +81,7 @@ export class SequenceCheck {
       }
       this.#lastCallId = frame.callId;
       this.#pendingOpens = frame.attachments;
+      if (frame.attachments === 0) this.#completeCallId = frame.callId;
     } else if (frame.type === 'response') {
       this.#pendingOpens = frame.attachments;
     }

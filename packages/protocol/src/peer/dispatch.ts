@@ -21,6 +21,12 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 export class Dispatcher {
   handler: IncomingHandler | null;
+  /**
+   * The highest call id of the other side's messages given to `dispatch`
+   * (complete, attachments in): the `last call id` of our GO_AWAY. A
+   * message still waiting for its STREAM_OPENs is not counted: it is never
+   * dispatched if the connection ends first (docs/protocol.md §2.4).
+   */
   lastReceivedCallId = 0;
   /** Unnumbered one-way messages (call id 0) received so far. */
   private unnumberedReceived = 0;
@@ -54,6 +60,8 @@ export class Dispatcher {
   /** A MESSAGE, with its attachments once their STREAM_OPENs are in. */
   dispatch(frame: MessageFrame, streams: readonly InboundStream[]): void {
     const handler = this.handler;
+    // An unnumbered broadcast (call id 0) is not in the call id order.
+    if (frame.callId !== 0) this.lastReceivedCallId = frame.callId;
     if (this.goAwayLastId !== null && frame.callId !== 0 && frame.callId > this.goAwayLastId) {
       // Not processed: the caller fails it with ERR_GOING_AWAY on our GO_AWAY.
       for (const stream of streams) stream.stopWith(RpcErrorCode.GoingAway, null);

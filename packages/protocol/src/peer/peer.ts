@@ -232,8 +232,7 @@ export class Peer {
       this.sequence.check(frame);
       switch (frame.type) {
         case 'message':
-          // An unnumbered broadcast (call id 0) is not in the call id order.
-          if (frame.callId !== 0) this.dispatcher.lastReceivedCallId = frame.callId;
+          // Dispatched (and counted for a GO_AWAY) once its attachments are in.
           if (frame.attachments > 0) this.collecting = { frame, seq: 0, streams: [] };
           else this.dispatcher.dispatch(frame, NO_STREAMS);
           break;
