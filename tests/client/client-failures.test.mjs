@@ -369,6 +369,19 @@ describe('bad servers', () => {
     await server.close();
   });
 
+  test("the WELCOME has the handshake limit of 65,536 bytes, whatever the client's maxFrameSize", async () => {
+    // 36 bytes of settings and the codec "json" (1 + 4) before the data.
+    const big = await startReferenceServer('tcp', { handlers: makeHandlers().handlers, welcomeData: () => new Uint8Array(65536 - 41) });
+    const client = await connect(big.url, { maxFrameSize: 1024, codecs: [core.jsonCodec], reconnect: false });
+    assert.equal(client.server.data.length, 65536 - 41);
+    assert.equal(await client.call('echo', 1), 1);
+    await client.close();
+    await big.close();
+    const tooBig = await startReferenceServer('tcp', { welcomeData: () => new Uint8Array(65536 - 40) });
+    await rejectsWith(connect(tooBig.url, { codecs: [core.jsonCodec], reconnect: false }), 'ERR_PROTOCOL_FRAME_TOO_LARGE');
+    await tooBig.close();
+  });
+
   test('a refusal in the handshake (GO_AWAY first) rejects with its code and message', async () => {
     const server = await startReferenceServer('tcp', {
       handlers: makeHandlers().handlers,

@@ -4,10 +4,12 @@
 // answer to it.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import { Server } from 'switchboard';
 import { HELLO, PREFACE, encodeFrame, handshake, rawConnect } from './raw.mjs';
 import { until } from '../fixtures/rpc-e2e.mjs';
-import { randomSeed } from 'switchboard-protocol';
+import { FrameDecoder, MAX_HANDSHAKE_SIZE, WEBSOCKET_SUBPROTOCOL, randomSeed } from 'switchboard-protocol';
 
 async function startRpc(options = {}, setup = () => {}) {
   const server = new Server({ workers: 0, ...options });
@@ -96,4 +98,67 @@ test('§2.4: a GO_AWAY for a violation leaves out a call still owed its STREAM_O
       name,
     );
   }
+});
+
+/** A HELLO whose body is exactly `size` bytes (36 of settings, one codec "json", the rest connect data). */
+function helloOfSize(size) {
+  const data = new Uint8Array(size - 36 - 1 - 5).fill(0x74);
+  const frame = encodeFrame({ ...HELLO, seed: randomSeed(), codecs: ['json'], data });
+  assert.equal(frame.length - 6, size, 'a body of the size asked (4-byte length)');
+  return Buffer.concat([PREFACE, frame]);
+}
+
+test('§2: any HELLO up to 65,536 bytes is accepted whatever maxFrameSize; one byte more is ERR_PROTOCOL_FRAME_TOO_LARGE', async (t) => {
+  assert.equal(MAX_HANDSHAKE_SIZE, 65536);
+  const { server, port } = await startRpc({ rpc: { maxFrameSize: 4096 } });
+  t.after(() => server.close());
+  // TCP: the largest HELLO is accepted though maxFrameSize is 4 KiB.
+  let socket = await rawConnect(port);
+  socket.write(helloOfSize(MAX_HANDSHAKE_SIZE));
+  const welcome = await socket.nextFrame();
+  assert.equal(welcome.type, 'welcome');
+  assert.equal(welcome.maxFrameSize, 4096);
+  socket.write(message(1, 'echo', { payload: Buffer.from('"still served"') }));
+  assert.equal(Buffer.from((await socket.nextFrame()).payload).toString(), '"still served"');
+  socket.end();
+  // One byte more is refused from its header, before the body is sent.
+  socket = await rawConnect(port);
+  socket.write(helloOfSize(MAX_HANDSHAKE_SIZE + 1).subarray(0, 4 + 6));
+  assert.deepEqual(
+    (await framesUntilClose(socket)).map((f) => [f.type, f.code]),
+    [['goAway', 'ERR_PROTOCOL_FRAME_TOO_LARGE']],
+  );
+});
+
+test('§2 over WebSocket: the first message may hold the preface and a 65,536-byte HELLO', async (t) => {
+  const server = new Server({ workers: 0, rpc: { maxFrameSize: 4096 } });
+  server.rpc.action('echo', (call) => call.decode());
+  server.ws('/rpc', { rpc: true, maxPayloadLength: 1024 });
+  const [address] = await server.listen([{ host: '127.0.0.1', port: 0 }]);
+  t.after(() => server.close());
+  const talk = async (bytes) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${address.port}/rpc`, [WEBSOCKET_SUBPROTOCOL]);
+    await once(ws, 'open');
+    const decoder = new FrameDecoder({ maxFrameSize: 1 << 20, expectPreface: true });
+    const frames = [];
+    ws.on('message', (data) => {
+      decoder.push(new Uint8Array(data));
+      for (let f = decoder.next(); f; f = decoder.next()) frames.push(f);
+    });
+    const closed = once(ws, 'close');
+    ws.send(bytes);
+    return { ws, frames, closed };
+  };
+  const ok = await talk(helloOfSize(MAX_HANDSHAKE_SIZE));
+  await until(() => ok.frames.length > 0, 'the WELCOME');
+  assert.equal(ok.frames[0].type, 'welcome');
+  ok.ws.close();
+  const refused = await talk(helloOfSize(MAX_HANDSHAKE_SIZE + 1));
+  const [code, reason] = await refused.closed;
+  assert.equal(code, 1009);
+  assert.equal(reason.toString(), 'ERR_PROTOCOL_FRAME_TOO_LARGE');
+  assert.deepEqual(
+    refused.frames.map((f) => [f.type, f.code]),
+    [['goAway', 'ERR_PROTOCOL_FRAME_TOO_LARGE']],
+  );
 });

@@ -6,7 +6,7 @@
  */
 
 import type { Frame, GoAwayFrame, IncomingCall, IncomingHandler, WelcomeFrame } from 'switchboard-protocol';
-import { FrameDecoder, Peer, ProtocolError, RpcError, RpcErrorCode, encodeFrame } from 'switchboard-protocol';
+import { FrameDecoder, MAX_HANDSHAKE_SIZE, Peer, ProtocolError, RpcError, RpcErrorCode, encodeFrame } from 'switchboard-protocol';
 import { chosenCodec, goAwayBytes, helloBytes, localSettings, refusalMessage, serverInfo } from './handshake.js';
 import type { ConnectData, ResolvedOptions, ServerInfo } from './options.js';
 import { ClientErrorCode } from './options.js';
@@ -73,7 +73,8 @@ export class Connection {
     private readonly hooks: ConnectionHooks,
   ) {
     this.local = localSettings(settings);
-    this.decoder = new FrameDecoder({ maxFrameSize: settings.maxFrameSize, expectPreface: true });
+    // Until the WELCOME, the handshake's own limit (docs/protocol.md §2).
+    this.decoder = new FrameDecoder({ maxFrameSize: MAX_HANDSHAKE_SIZE, expectPreface: true });
   }
 
   private get ended(): boolean {
@@ -217,6 +218,7 @@ export class Connection {
 
   private welcome(frame: WelcomeFrame): void {
     const codec = chosenCodec(frame, this.settings.codecs);
+    this.decoder.maxFrameSize = this.settings.maxFrameSize;
     const settings = this.settings;
     const peer = new Peer({
       local: this.local,

@@ -58,6 +58,12 @@ pub const SUBPROTOCOL: &str = "switchboard.v1";
 /// that small would make streams crawl.
 pub const MIN_FRAME_SIZE: u32 = 1024;
 
+/// Largest body of a handshake frame (HELLO, WELCOME), whatever either
+/// side's `maxFrameSize` (§2): it is read before the limits are known, from
+/// a peer that has proven nothing yet, so its budget is small and fixed.
+/// Connect data is a token, not a payload.
+pub const MAX_HANDSHAKE_SIZE: usize = 64 * 1024;
+
 /// Our default `maxFrameSize`: large enough that almost no payload needs a
 /// stream, small enough that one frame cannot pin much memory per connection.
 pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16 * 1024 * 1024;

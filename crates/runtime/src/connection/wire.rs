@@ -17,13 +17,9 @@
 //! the worker: its bytes are copied once, from the read buffer.
 
 use switchboard_proto::wire::{
-    decode, decode_preface, peek_header, Frame, Hello, SequenceCheck, WireError, PREFACE,
+    decode, decode_preface, peek_header, Frame, Hello, SequenceCheck, WireError,
+    MAX_HANDSHAKE_SIZE, PREFACE,
 };
-
-/// Largest HELLO we accept, whatever `maxFrameSize` says: it arrives before
-/// the client has proven anything, so it gets a small budget (connect data
-/// is a token, not a payload).
-const MAX_HELLO_BYTES: usize = 64 * 1024;
 
 /// The longest frame header (type, descriptor, 6-byte length).
 pub(super) const MAX_HEADER_BYTES: usize = 8;
@@ -184,7 +180,9 @@ impl WireReader {
     fn limit(&self) -> usize {
         match self.phase {
             Phase::Open => self.max_frame_size,
-            _ => MAX_HELLO_BYTES.min(self.max_frame_size),
+            // The client cannot know our maxFrameSize yet: the handshake's
+            // own fixed limit applies (docs/protocol.md §2), above or below.
+            _ => MAX_HANDSHAKE_SIZE,
         }
     }
 
@@ -388,6 +386,42 @@ mod tests {
         encode_heartbeat(false, &mut input);
         let error = run(&mut WireReader::new(1 << 20), &input, 3).unwrap_err();
         assert_eq!(error.code(), "ERR_PROTOCOL_HANDSHAKE");
+    }
+
+    #[test]
+    fn a_hello_is_limited_by_the_handshake_limit_not_by_max_frame_size() {
+        let hello = |data_len: usize| {
+            let mut out = PREFACE.to_vec();
+            let hello = Hello {
+                settings: Settings {
+                    seed: switchboard_proto::wire::uuid::seed_from_random([7; 16]),
+                    max_frame_size: 4096,
+                    initial_window: 4096,
+                    max_concurrent_calls: 8,
+                    heartbeat_ms: 0,
+                    features: 7,
+                },
+                codecs: vec!["raw"],
+                data: &vec![b't'; data_len],
+            };
+            encode(&Frame::Hello(hello), &mut out);
+            out
+        };
+        // Body: 36 bytes of settings, the codec list (1 + 1 + 3), the data.
+        let fits = hello(MAX_HANDSHAKE_SIZE - 41);
+        let mut reader = WireReader::new(4096);
+        let mut opened = false;
+        reader
+            .feed(&fits, &mut |event| {
+                opened |= matches!(event, WireEvent::Hello { .. });
+                Ok(())
+            })
+            .unwrap();
+        assert!(opened, "a 64 KiB HELLO passes a 4 KiB maxFrameSize");
+        let error = WireReader::new(16 << 20)
+            .feed(&hello(MAX_HANDSHAKE_SIZE - 40)[..12], &mut |_| Ok(()))
+            .unwrap_err();
+        assert_eq!(error.code(), "ERR_PROTOCOL_FRAME_TOO_LARGE");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use switchboard_proto::wire::{MAX_HANDSHAKE_SIZE, PREFACE};
 use switchboard_proto::ws::deflate::{Compressor, Decompressor};
 use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
 use tokio::io::Interest;
@@ -121,12 +122,14 @@ pub(super) async fn run<S: Socket>(stream: S, accepted: Accepted, shared: Arc<Sh
         (_, Dialect::Wire) => Reader::Wire(WireReader::new(max_frame_size)),
         (Some(route), dialect) => {
             // A protocol client may send any frame our WELCOME allows, and a
-            // message holds whole frames (docs/protocol.md §2).
+            // message holds whole frames, the first one its preface and a
+            // HELLO of up to the handshake limit (docs/protocol.md §2).
             let max_payload_length = match dialect {
                 Dialect::WireOverWebSocket => route
                     .max_payload_length
                     .max(max_frame_size + MAX_HEADER_BYTES)
-                    .max(MAX_BATCH_BYTES),
+                    .max(MAX_BATCH_BYTES)
+                    .max(PREFACE.len() + MAX_HEADER_BYTES + MAX_HANDSHAKE_SIZE),
                 _ => route.max_payload_length,
             };
             let mut decoder = Decoder::new(DecoderConfig {
