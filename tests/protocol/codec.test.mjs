@@ -309,7 +309,7 @@ describe('spec/wire vectors', () => {
       for (const v of sequence) {
         const expected = v.result === 'ok' ? 'ok' : `${v.result.error} at ${v.result.at}`;
         test(`${v.name} → ${expected}`, () => {
-          const check = new P.SequenceCheck();
+          const check = new P.SequenceCheck(v.features ?? P.ALL_FEATURES);
           let outcome = 'ok';
           for (let i = 0; i < v.frames.length; i++) {
             try {

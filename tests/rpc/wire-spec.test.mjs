@@ -162,3 +162,34 @@ test('§2 over WebSocket: the first message may hold the preface and a 65,536-by
     [['goAway', 'ERR_PROTOCOL_FRAME_TOO_LARGE']],
   );
 });
+
+test('§4: with HELLO features = 0, an attachment or a CANCEL is ERR_PROTOCOL_FEATURE', async (t) => {
+  const dispatched = [];
+  const { server, port, closes } = await startRpc({}, (rpc) =>
+    rpc.action('hold', (call) => {
+      dispatched.push(call.callId);
+      return new Promise(() => {});
+    }),
+  );
+  t.after(() => server.close());
+  const cases = [
+    ['an upload', [message(1, 'hold', { attachments: 1 }), encodeFrame({ type: 'streamOpen', streamId: 1, file: null })], 0],
+    ['a file', [message(1, 'hold', { attachments: 1 }), encodeFrame({ type: 'streamOpen', streamId: 1, file: { name: 'f', size: 1 } })], 0],
+    ['a CANCEL', [message(1, 'hold'), encodeFrame({ type: 'cancel', callId: 1 })], 1],
+  ];
+  for (const [name, bytes, lastCallId] of cases) {
+    const { socket, welcome } = await handshake(port, { features: 0 });
+    assert.equal(welcome.features, 0, 'no feature in effect');
+    socket.write(Buffer.concat(bytes));
+    const frames = await framesUntilClose(socket);
+    assert.deepEqual(
+      frames.filter((f) => f.type === 'goAway').map((f) => [f.code, f.lastCallId]),
+      [['ERR_PROTOCOL_FEATURE', lastCallId]],
+      name,
+    );
+  }
+  // Only the call of the CANCEL case was dispatched; the uploads never were.
+  assert.deepEqual(dispatched, [1]);
+  await until(() => closes.length === cases.length);
+  for (const close of closes) assert.match(close.reason, /^ERR_PROTOCOL_FEATURE/);
+});

@@ -55,6 +55,10 @@ pub enum WireError {
     /// A STREAM_OPEN that does not directly follow its MESSAGE or RESPONSE,
     /// or another frame where a STREAM_OPEN was due; carries which.
     Sequence(&'static str),
+    /// A frame that uses a feature the handshake did not put in effect (a
+    /// plain STREAM_OPEN without streams, one with FILE without files, a
+    /// CANCEL without cancellation); carries which.
+    Feature(&'static str),
 }
 
 /// Every error code of the wire protocol that this module reports:
@@ -113,6 +117,11 @@ pub const ALL_ERROR_CODES: &[(&str, u16, &str)] = &[
         CLOSE_PROTOCOL_ERROR,
         "Attachments did not immediately follow their message or response.",
     ),
+    (
+        "ERR_PROTOCOL_FEATURE",
+        CLOSE_PROTOCOL_ERROR,
+        "A frame used a feature (streams, files, cancellation) that the handshake did not put in effect.",
+    ),
 ];
 
 impl WireError {
@@ -129,6 +138,7 @@ impl WireError {
             WireError::CallId { .. } => 7,
             WireError::StreamId { .. } => 8,
             WireError::Sequence(_) => 9,
+            WireError::Feature(_) => 10,
         }
     }
 
@@ -162,6 +172,7 @@ impl fmt::Display for WireError {
                 write!(f, "stream id {stream_id} is invalid after stream id {last}")
             }
             WireError::Sequence(why) => write!(f, "frame out of sequence: {why}"),
+            WireError::Feature(why) => write!(f, "feature not in effect: {why}"),
         }
     }
 }
@@ -192,6 +203,7 @@ mod tests {
                 last: 1,
             },
             WireError::Sequence("x"),
+            WireError::Feature("x"),
         ]
     }
 

@@ -8,7 +8,7 @@
 //! (`ERR_PROTOCOL_CALL_ID` / `ERR_PROTOCOL_STREAM_ID` there), timeouts.
 
 use super::error::WireError;
-use super::frame::Frame;
+use super::frame::{Frame, ALL_FEATURES, FEATURE_CANCEL, FEATURE_FILES, FEATURE_STREAMS};
 
 /// Checks the frames one peer sends after the handshake, in arrival order:
 ///
@@ -19,11 +19,16 @@ use super::frame::Frame;
 /// - a MESSAGE or RESPONSE with `n` attachments is followed by exactly `n`
 ///   STREAM_OPEN frames, and a STREAM_OPEN anywhere else is
 ///   `ERR_PROTOCOL_SEQUENCE`;
-/// - HELLO or WELCOME is `ERR_PROTOCOL_HANDSHAKE`.
+/// - HELLO or WELCOME is `ERR_PROTOCOL_HANDSHAKE`;
+/// - a frame that uses a feature not in effect is `ERR_PROTOCOL_FEATURE`
+///   (§4): a plain STREAM_OPEN needs streams, one with FILE needs files, a
+///   CANCEL needs cancellation.
 ///
 /// After an error the connection is over; the state is then unspecified.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SequenceCheck {
+    /// The feature bits in effect on the connection.
+    features: u32,
     /// The last MESSAGE call id (0 before the first): the order's memory.
     highest_call_id: u64,
     /// The last call id of a MESSAGE whose attachments have all arrived:
@@ -36,10 +41,29 @@ pub struct SequenceCheck {
     pending_attachments: u8,
 }
 
+impl Default for SequenceCheck {
+    fn default() -> Self {
+        Self::with_features(ALL_FEATURES)
+    }
+}
+
 impl SequenceCheck {
-    /// A check for a peer that has sent nothing since its handshake.
+    /// A check for a peer that has sent nothing since its handshake, with
+    /// every feature in effect.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same for a connection whose handshake put only `features` in
+    /// effect (the bits both sides set).
+    pub fn with_features(features: u32) -> Self {
+        Self {
+            features,
+            highest_call_id: 0,
+            complete_call_id: 0,
+            last_stream_id: 0,
+            pending_attachments: 0,
+        }
     }
 
     /// The highest call id of the peer's MESSAGEs that are complete, their
@@ -63,11 +87,20 @@ impl SequenceCheck {
             Frame::Hello(_) | Frame::Welcome(_) => {
                 return Err(WireError::Handshake("handshake frame after the handshake"));
             }
-            Frame::StreamOpen { stream_id, .. } => {
+            Frame::StreamOpen { stream_id, file } => {
                 if self.pending_attachments == 0 {
                     return Err(WireError::Sequence(
                         "STREAM_OPEN not right after a MESSAGE or RESPONSE with attachments",
                     ));
+                }
+                match file {
+                    None if self.features & FEATURE_STREAMS == 0 => {
+                        return Err(WireError::Feature("a stream without the streams feature"));
+                    }
+                    Some(_) if self.features & FEATURE_FILES == 0 => {
+                        return Err(WireError::Feature("a file without the files feature"));
+                    }
+                    _ => {}
                 }
                 if *stream_id <= self.last_stream_id {
                     return Err(WireError::StreamId {
@@ -86,6 +119,11 @@ impl SequenceCheck {
             _ if self.pending_attachments > 0 => {
                 return Err(WireError::Sequence(
                     "another frame before every attachment's STREAM_OPEN",
+                ));
+            }
+            Frame::Cancel { .. } if self.features & FEATURE_CANCEL == 0 => {
+                return Err(WireError::Feature(
+                    "a CANCEL without the cancellation feature",
                 ));
             }
             _ => {}
@@ -227,6 +265,44 @@ mod tests {
         assert!(check.awaiting_attachments());
         check.check(&open(1)).unwrap();
         assert!(!check.awaiting_attachments());
+    }
+
+    #[test]
+    fn frames_of_features_not_in_effect_are_refused() {
+        let file = Frame::StreamOpen {
+            stream_id: 1,
+            file: Some(crate::wire::FileInfo { size: 1, name: "f" }),
+        };
+        let cancel = Frame::Cancel { call_id: 1 };
+        let outcome = |features: u32, frames: &[Frame<'_>]| {
+            let mut check = SequenceCheck::with_features(features);
+            for (i, frame) in frames.iter().enumerate() {
+                check.check(frame).map_err(|e| (i, e.code()))?;
+            }
+            Ok(())
+        };
+        let feature = Err((1, "ERR_PROTOCOL_FEATURE"));
+        assert_eq!(outcome(FEATURE_FILES, &[message(1, 1), open(1)]), feature);
+        assert_eq!(
+            outcome(FEATURE_STREAMS, &[message(1, 1), file.clone()]),
+            feature
+        );
+        assert_eq!(
+            outcome(FEATURE_FILES, &[message(1, 1), file.clone()]),
+            Ok(())
+        );
+        assert_eq!(outcome(FEATURE_STREAMS, &[message(1, 1), open(1)]), Ok(()));
+        assert_eq!(
+            outcome(0, &[message(1, 0), cancel.clone()]),
+            Err((1, "ERR_PROTOCOL_FEATURE"))
+        );
+        assert_eq!(outcome(FEATURE_CANCEL, &[message(1, 0), cancel]), Ok(()));
+        // The place of a STREAM_OPEN is checked first.
+        assert_eq!(outcome(0, &[open(1)]), Err((0, "ERR_PROTOCOL_SEQUENCE")));
+        assert_eq!(
+            SequenceCheck::new(),
+            SequenceCheck::with_features(ALL_FEATURES)
+        );
     }
 
     #[test]

@@ -105,7 +105,8 @@ export class Peer {
   readonly features: number;
   private readonly options: PeerOptions;
   private readonly out: FrameOutput;
-  private readonly sequence = new SequenceCheck();
+  /** Also refuses frames of features not in effect (ERR_PROTOCOL_FEATURE, docs/protocol.md §4). */
+  private readonly sequence: SequenceCheck;
   private readonly calls: CallTable;
   private readonly dispatcher: Dispatcher;
   private lastStreamId = 0;
@@ -131,6 +132,7 @@ export class Peer {
     this.remote = options.remote;
     this.codec = options.codec;
     this.features = options.local.features & options.remote.features;
+    this.sequence = new SequenceCheck(this.features);
     this.out = new FrameOutput(options.write, options.batchWrites ?? true, (error) => this.close(error), options.writeParts);
     const peer = this;
     const core: PeerCore = {
