@@ -345,8 +345,32 @@ describe('spec/wire vectors', () => {
     });
   }
 
+  const payloads = load('payloads.json');
+  if (payloads === null) missing('payloads.json');
+  else {
+    describe('payloads.json', () => {
+      for (const v of payloads) {
+        test(`${v.name}: ${v.codec}`, () => {
+          const codec = P.findCodec(v.codec);
+          assert.ok(codec, `codec ${v.codec}`);
+          const noValue = !('value' in v);
+          const decoded = codec.decode(bytes(v.hex));
+          // raw has no values apart from bytes: it hands the payload over as it is.
+          if (v.codec === 'raw') assert.equal(hex(decoded), v.hex);
+          else if (noValue) assert.equal(decoded, undefined, 'no value decodes as undefined');
+          else assert.deepEqual(decoded, v.value);
+          if (v.decodeOnly === true) return;
+          const encoded = codec.encode(noValue ? undefined : v.value);
+          // "No value" is exactly the empty payload, and no value is ever encoded as one.
+          assert.equal(encoded.length === 0, noValue);
+          assert.equal(hex(encoded), v.hex);
+        });
+      }
+    });
+  }
+
   test('no unexpected files in spec/wire', { skip: !existsSync(wire) }, () => {
-    const known = ['frames.json', 'decode-only.json', 'invalid.json', 'preface.json', 'sequence.json', 'uuid.json'];
+    const known = ['frames.json', 'decode-only.json', 'invalid.json', 'preface.json', 'sequence.json', 'uuid.json', 'payloads.json'];
     const extra = readdirSync(wire).filter((f) => f.endsWith('.json') && !known.includes(f));
     assert.deepEqual(extra, [], 'vector files this test does not read');
   });

@@ -193,3 +193,95 @@ test('§4: with HELLO features = 0, an attachment or a CANCEL is ERR_PROTOCOL_FE
   await until(() => closes.length === cases.length);
   for (const close of closes) assert.match(close.reason, /^ERR_PROTOCOL_FEATURE/);
 });
+
+test('§4: CREDIT or STOP for a stream the server never opened, CANCEL of a call never made: connection errors', async (t) => {
+  const { server, port } = await startRpc();
+  t.after(() => server.close());
+  for (const [frame, code] of [
+    [{ type: 'credit', streamId: 7, increment: 1024 }, 'ERR_PROTOCOL_STREAM_ID'],
+    [{ type: 'stop', streamId: 7, code: 'ERR_STREAM_STOPPED' }, 'ERR_PROTOCOL_STREAM_ID'],
+    [{ type: 'cancel', callId: 5 }, 'ERR_PROTOCOL_CALL_ID'],
+  ]) {
+    const { socket } = await handshake(port);
+    socket.write(encodeFrame(frame));
+    const frames = await framesUntilClose(socket);
+    assert.deepEqual(
+      frames.map((f) => [f.type, f.code]),
+      [['goAway', code]],
+      frame.type,
+    );
+  }
+});
+
+test('§4: CANCEL of a call that is over is the expected race: ignored', async (t) => {
+  const { server, port } = await startRpc();
+  t.after(() => server.close());
+  const { socket } = await handshake(port);
+  socket.write(message(1, 'echo', { payload: Buffer.from('"1"') }));
+  assert.equal((await socket.nextFrame()).type, 'response');
+  socket.write(Buffer.concat([encodeFrame({ type: 'cancel', callId: 1 }), message(2, 'echo', { payload: Buffer.from('"2"') })]));
+  const reply = await socket.nextFrame();
+  assert.deepEqual([reply.type, reply.callId], ['response', 2]);
+  socket.end();
+});
+
+test('§4: an attachment the handler never reads is stopped when its call is over', async (t) => {
+  const { server, port } = await startRpc();
+  t.after(() => server.close());
+  const { socket } = await handshake(port);
+  socket.write(
+    Buffer.concat([
+      message(1, 'echo', { attachments: 2 }),
+      encodeFrame({ type: 'streamOpen', streamId: 1, file: null }),
+      encodeFrame({ type: 'streamOpen', streamId: 2, file: { name: 'unread.bin', size: 3 } }),
+      encodeFrame({ type: 'streamData', streamId: 1, data: new Uint8Array(3) }),
+    ]),
+  );
+  const frames = [await socket.nextFrame(), await socket.nextFrame(), await socket.nextFrame()];
+  assert.deepEqual(
+    frames.map((f) => [f.type, f.callId ?? f.streamId, f.code]),
+    [
+      ['end', 1, undefined],
+      ['stop', 1, 'ERR_STREAM_STOPPED'],
+      ['stop', 2, 'ERR_STREAM_STOPPED'],
+    ],
+  );
+  // The sender closes the ids as STOP asks; the connection goes on.
+  socket.write(
+    Buffer.concat([
+      encodeFrame({ type: 'streamEnd', streamId: 1, abort: { code: 'ERR_STREAM_STOPPED', message: '' } }),
+      encodeFrame({ type: 'streamEnd', streamId: 2, abort: { code: 'ERR_STREAM_STOPPED', message: '' } }),
+      message(2, 'echo', { payload: Buffer.from('"after"') }),
+    ]),
+  );
+  const reply = await socket.nextFrame();
+  assert.deepEqual([reply.type, reply.callId, Buffer.from(reply.payload).toString()], ['response', 2, '"after"']);
+  socket.end();
+});
+
+test('§4 payloads: zero bytes is no value, distinct from null, in json and msgpack', async (t) => {
+  const seen = [];
+  const { server, port } = await startRpc({}, (rpc) =>
+    rpc.action('inspect', (call) => {
+      const value = call.decode();
+      seen.push(value === undefined ? 'no value' : value);
+      return call.respond(value);
+    }),
+  );
+  t.after(() => server.close());
+  for (const [codec, nullBytes] of [
+    ['json', Buffer.from('null')],
+    ['msgpack', Buffer.from([0xc0])],
+  ]) {
+    seen.length = 0;
+    const { socket, welcome } = await handshake(port, { codecs: [codec] });
+    assert.equal(welcome.codec, codec);
+    socket.write(Buffer.concat([message(1, 'inspect'), message(2, 'inspect', { payload: nullBytes })]));
+    const [first, second] = [await socket.nextFrame(), await socket.nextFrame()];
+    assert.deepEqual(seen, ['no value', null], codec);
+    // No value goes back as an empty payload, null as the codec's null.
+    assert.deepEqual([first.type, first.callId, first.payload.length], ['response', 1, 0], codec);
+    assert.deepEqual([second.type, second.callId, Buffer.from(second.payload)], ['response', 2, nullBytes], codec);
+    socket.end();
+  }
+});

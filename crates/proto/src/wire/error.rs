@@ -36,8 +36,8 @@ pub enum WireError {
     /// A body whose fields do not fit, a reserved bit set, an empty action,
     /// bad UTF-8 or ASCII, a zero count; carries what was wrong.
     Malformed(&'static str),
-    /// A MESSAGE whose call id does not increase (or a response to a call id
-    /// never used, found by the connection layer).
+    /// A MESSAGE whose call id does not increase (or a response or CANCEL
+    /// naming a call id never used, found by the connection layer).
     CallId {
         /// The offending id.
         call_id: u64,
@@ -45,7 +45,8 @@ pub enum WireError {
         last: u64,
     },
     /// A STREAM_OPEN whose stream id does not increase (or data for a stream
-    /// that is not open, found by the connection layer).
+    /// that is not open, or CREDIT or STOP for one never opened, found by
+    /// the connection layer).
     StreamId {
         /// The offending id.
         stream_id: u64,
@@ -105,12 +106,12 @@ pub const ALL_ERROR_CODES: &[(&str, u16, &str)] = &[
     (
         "ERR_PROTOCOL_CALL_ID",
         CLOSE_PROTOCOL_ERROR,
-        "A call id did not increase, or a response named a call id never used.",
+        "A call id did not increase, or a response or CANCEL named a call id never used.",
     ),
     (
         "ERR_PROTOCOL_STREAM_ID",
         CLOSE_PROTOCOL_ERROR,
-        "A stream id did not increase, or data arrived for a stream that is not open.",
+        "A stream id did not increase, data arrived for a stream that is not open, or CREDIT or STOP named a stream never opened.",
     ),
     (
         "ERR_PROTOCOL_SEQUENCE",

@@ -5,6 +5,7 @@
  */
 
 import type { MessageFrame } from '../codec/index.js';
+import { ProtocolError } from '../codec/index.js';
 import type { PeerCore } from './core.js';
 import { RpcError, RpcErrorCode } from './errors.js';
 import type { PlannedAttachment } from './files.js';
@@ -28,6 +29,8 @@ export class Dispatcher {
    * dispatched if the connection ends first (docs/protocol.md §2.4).
    */
   lastReceivedCallId = 0;
+  /** The highest call id the other side used so far, attachments in or not. */
+  highestCallId = 0;
   /** Unnumbered one-way messages (call id 0) received so far. */
   private unnumberedReceived = 0;
   /** The last call id announced in our GO_AWAY, or null. */
@@ -86,8 +89,15 @@ export class Dispatcher {
     this.run(handler, call);
   }
 
-  /** CANCEL from the caller. */
+  /**
+   * CANCEL from the caller. A call that is over (or a one-way message) is
+   * the expected race and ignored; an id the caller never used is a
+   * violation (docs/protocol.md §4 CANCEL).
+   */
   cancel(callId: number): void {
+    if (callId === 0 || callId > this.highestCallId) {
+      throw new ProtocolError('ERR_PROTOCOL_CALL_ID', `CANCEL of call ${callId}, an id the peer never used (last: ${this.highestCallId})`);
+    }
     const call = this.calls.get(callId);
     if (call === undefined) return;
     this.calls.delete(callId);

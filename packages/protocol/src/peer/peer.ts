@@ -234,6 +234,7 @@ export class Peer {
       this.sequence.check(frame);
       switch (frame.type) {
         case 'message':
+          if (frame.callId !== 0) this.dispatcher.highestCallId = frame.callId;
           // Dispatched (and counted for a GO_AWAY) once its attachments are in.
           if (frame.attachments > 0) this.collecting = { frame, seq: 0, streams: [] };
           else this.dispatcher.dispatch(frame, NO_STREAMS);
@@ -264,10 +265,10 @@ export class Peer {
           break;
         }
         case 'credit':
-          this.outbound.get(frame.streamId)?.onCredit(frame.increment);
+          this.outboundStream(frame.streamId)?.onCredit(frame.increment);
           break;
         case 'stop':
-          this.outbound.get(frame.streamId)?.onStop(frame.code);
+          this.outboundStream(frame.streamId)?.onStop(frame.code);
           break;
         case 'cancel':
           this.dispatcher.cancel(frame.callId);
@@ -301,6 +302,18 @@ export class Peer {
     this.collecting = null;
     if (collecting.frame.type === 'message') this.dispatcher.dispatch(collecting.frame, collecting.streams);
     else this.calls.deliverResponse(collecting.frame, collecting.seq, collecting.streams);
+  }
+
+  /**
+   * The stream we send that a CREDIT or STOP names: undefined once it is
+   * closed (the expected race, ignored); an id we never opened is a
+   * violation (docs/protocol.md §4 CREDIT, STOP).
+   */
+  private outboundStream(streamId: number): OutboundStream | undefined {
+    if (streamId === 0 || streamId > this.lastStreamId) {
+      throw new ProtocolError('ERR_PROTOCOL_STREAM_ID', `stream ${streamId} was never opened by this side (last: ${this.lastStreamId})`);
+    }
+    return this.outbound.get(streamId);
   }
 
   private inboundStream(streamId: number): InboundStream {
