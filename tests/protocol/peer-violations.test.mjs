@@ -291,6 +291,29 @@ describe('expected races are not violations', () => {
     assert.equal(s.sent.length, count);
   });
 
+  test("after the other side's GO_AWAY its new calls are refused (ERROR ERR_GOING_AWAY), numbered one-way messages dropped, broadcasts dispatched", async () => {
+    const dispatched = [];
+    const s = subject({ handler: (call) => (dispatched.push(call.callId), new Promise(() => {})) });
+    s.peer.receive(message(1));
+    s.peer.receive({ type: 'goAway', lastCallId: 0, code: 'ERR_GOING_AWAY', message: '' });
+    s.peer.receive(message(2, 'late', 1));
+    s.peer.receive(open(1));
+    s.peer.receive(message(3, 'late', 0, false));
+    s.peer.receive(message(0, 'channel', 0, false));
+    assert.deepEqual(dispatched, [1, 0]);
+    assert.deepEqual(
+      s.sent.map((f) => [f.type, f.callId ?? f.streamId, f.code]),
+      [
+        ['stop', 1, 'ERR_GOING_AWAY'],
+        ['error', 2, 'ERR_GOING_AWAY'],
+      ],
+    );
+    assert.equal(s.errors.length, 0);
+    // Nor may this side start calls any more.
+    await assert.rejects(s.peer.call('x'), { code: 'ERR_GOING_AWAY', retryable: true });
+    assert.throws(() => s.peer.notify('x'), { code: 'ERR_GOING_AWAY' });
+  });
+
   test('messages after our GO_AWAY are not dispatched; their streams are stopped', () => {
     const dispatched = [];
     const s = subject({ handler: (call) => (dispatched.push(call.callId), new Promise(() => {})) });

@@ -285,3 +285,60 @@ test('§4 payloads: zero bytes is no value, distinct from null, in json and msgp
     socket.end();
   }
 });
+
+test("§2.4: after the client's GO_AWAY the server refuses new calls both ways, finishes those in flight, then closes", async (t) => {
+  let release;
+  const outcomes = [];
+  const { server, port, closes } = await startRpc({}, (rpc) =>
+    rpc
+      .action('slow', () => new Promise((resolve) => (release = resolve)))
+      .action('askClient', async (call) => {
+        try {
+          return await call.connection.call('client.version');
+        } catch (error) {
+          outcomes.push({ code: error.code, retryable: error.retryable });
+          return error.code;
+        }
+      }),
+  );
+  t.after(() => server.close());
+  const { socket } = await handshake(port);
+  socket.write(Buffer.concat([message(1, 'slow'), message(2, 'askClient')]));
+  const serverCall = await socket.nextFrame();
+  assert.deepEqual([serverCall.type, serverCall.callId, serverCall.action], ['message', 1, 'client.version']);
+  // We go away having processed none of the server's calls, then break the
+  // rule by starting one more call.
+  socket.write(
+    Buffer.concat([
+      encodeFrame({ type: 'goAway', lastCallId: 0, code: 'ERR_GOING_AWAY', message: 'bye' }),
+      message(3, 'echo', { payload: Buffer.from('"late"') }),
+    ]),
+  );
+  const refused = await socket.nextFrame();
+  assert.deepEqual([refused.type, refused.callId, refused.code], ['error', 3, 'ERR_GOING_AWAY']);
+  const asked = await socket.nextFrame();
+  assert.deepEqual([asked.type, asked.callId, Buffer.from(asked.payload).toString()], ['response', 2, '"ERR_GOING_AWAY"']);
+  assert.deepEqual(outcomes, [{ code: 'ERR_GOING_AWAY', retryable: true }], 'the server call the client did not process is retryable');
+  // Call 1 is still in flight: the server waits for it, then closes.
+  assert.equal(closes.length, 0);
+  release(7);
+  const frames = await framesUntilClose(socket);
+  assert.deepEqual(
+    frames.map((f) => [f.type, f.callId, f.code]),
+    [['fastReply', 1, 7]],
+    'the last reply, then the close; no GO_AWAY of its own',
+  );
+  await until(() => closes.length === 1);
+  assert.deepEqual([closes[0].code, closes[0].reason], [1000, 'ERR_GOING_AWAY']);
+});
+
+test('§2.4: a client that sends GO_AWAY with nothing in flight is closed at once', async (t) => {
+  const { server, port, closes } = await startRpc();
+  t.after(() => server.close());
+  const { socket } = await handshake(port);
+  socket.write(message(1, 'echo', { payload: Buffer.from('"hi"') }));
+  assert.equal((await socket.nextFrame()).type, 'response');
+  socket.write(encodeFrame({ type: 'goAway', lastCallId: 0, code: 'ERR_GOING_AWAY', message: '' }));
+  assert.deepEqual(await framesUntilClose(socket), []);
+  await until(() => closes.length === 1);
+});

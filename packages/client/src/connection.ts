@@ -59,6 +59,8 @@ export class Connection {
   /** `lastReceived` when the last ping went out: one ping per silence. */
   private pingedAt = -1;
   private goAwayFrame: GoAwayFrame | null = null;
+  /** `drain()` sent our GO_AWAY: the server may close first (§2.4), which is the end we asked for. */
+  private draining = false;
   /**
    * Pongs owed by the server, in the order the pings went out (a server
    * answers them in order): a `ping()` waiting, or null for a heartbeat's own.
@@ -126,6 +128,7 @@ export class Connection {
   async drain(timeoutMs: number): Promise<void> {
     const peer = this.peer;
     if (this.phase !== 'open' || peer === null) return;
+    this.draining = true;
     peer.goAway();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<void>((resolve) => {
@@ -190,7 +193,11 @@ export class Connection {
     if (this.phase === 'done') return;
     const goAway = this.goAwayFrame;
     const wasOpen = this.phase === 'open';
-    if (goAway !== null) {
+    if (this.draining && wasOpen && info.error === undefined) {
+      // The server closed once our calls were done, as the receiver of our
+      // GO_AWAY does: the close we were about to make ourselves.
+      this.end({ code: ClientErrorCode.ClientClosed, message: 'the client was closed', wasOpen });
+    } else if (goAway !== null) {
       this.end({ code: goAway.code, message: goAway.message || `the server went away (${goAway.code})`, error: info.error, wasOpen });
     } else {
       const detail = info.error?.message ?? (info.closeCode === undefined ? '' : `WebSocket close code ${info.closeCode}`);

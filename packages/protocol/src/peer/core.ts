@@ -21,6 +21,8 @@ export interface PeerCore {
   readonly closed: boolean;
   /** Either side sent GO_AWAY. */
   readonly goingAway: boolean;
+  /** The other side sent GO_AWAY: it may start no call after it. */
+  readonly goAwayReceived: boolean;
   send(frame: Frame): void;
   /** Sends the STREAM_OPENs of a message or response just sent, then starts their data. */
   openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[];

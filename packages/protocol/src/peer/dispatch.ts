@@ -70,6 +70,17 @@ export class Dispatcher {
       for (const stream of streams) stream.stopWith(RpcErrorCode.GoingAway, null);
       return;
     }
+    if (this.core.goAwayReceived && frame.callId !== 0) {
+      // The other side said it is going away, then started a call anyway
+      // (docs/protocol.md §2.4): not dispatched. A call is refused with an
+      // ERROR, not a connection error: calls in flight are finishing.
+      for (const stream of streams) stream.stopWith(RpcErrorCode.GoingAway, null);
+      if (frame.expectsReply) {
+        this.responsesSent += 1;
+        this.core.send({ type: 'error', callId: frame.callId, code: RpcErrorCode.GoingAway, message: 'a call after your GO_AWAY', details: EMPTY });
+      }
+      return;
+    }
     if (handler === null || (frame.expectsReply && this.calls.size >= this.core.local.maxConcurrentCalls)) {
       const refusal =
         handler === null

@@ -148,6 +148,9 @@ export class Peer {
       get goingAway() {
         return peer.isGoingAway;
       },
+      get goAwayReceived() {
+        return peer.goAwayReceived;
+      },
       send: (frame) => this.out.send(frame),
       openStreams: (planned) => this.openStreams(planned),
       checkIdle: () => this.checkIdle(),

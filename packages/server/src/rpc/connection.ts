@@ -119,6 +119,16 @@ export class RpcConnection<UserData = unknown> {
       // The peer wrote its GO_AWAY (with the last call id it dispatched):
       // the native side closes without a second one.
       onProtocolError: (error) => this.handle.end(id, 1002, `${error.code}: ${error.message}`, false),
+      // The client is leaving: the peer already refuses new calls both
+      // ways; once nothing is in flight, the receiver of a GO_AWAY closes
+      // (docs/protocol.md §2.4), without a GO_AWAY of its own.
+      onGoAway: () => {
+        void this.peer.whenIdle().then(() => {
+          if (this.peer.isClosed) return;
+          this.peer.flush();
+          this.handle.end(id, 1000, 'ERR_GOING_AWAY', false);
+        });
+      },
       onHandlerError: (error, call) => {
         // A one-way message to an unknown action is the client's mistake,
         // not a failure of the server's code.
