@@ -24,7 +24,8 @@ pub enum SendStatus {
     /// Queued; the connection keeps up with what it is sent.
     Sent = 0,
     /// Queued behind data the client has not taken yet (the socket's kernel
-    /// buffer is full). A `drain` event follows when it catches up.
+    /// buffer is full, or the queue passed its high-water mark). A `drain`
+    /// event follows when it catches up.
     Buffered = 1,
     /// Not queued: the connection is over `max_backpressure` (and counted as
     /// dropped), or its slow-consumer policy closed it.
@@ -94,6 +95,8 @@ pub struct Outbound {
     notify: Notify,
     max_backpressure: usize,
     policy: SlowConsumerPolicy,
+    /// See [`Outbound::with_high_water`]; `None` for WebSocket connections.
+    high_water: Option<usize>,
 }
 
 impl Outbound {
@@ -106,7 +109,21 @@ impl Outbound {
             notify: Notify::new(),
             max_backpressure,
             policy,
+            high_water: None,
         }
+    }
+
+    /// A queue whose producer paces itself (a protocol connection's peer
+    /// pauses stream data): sends report `Buffered` (and a `drain` follows)
+    /// once `high_water` bytes are queued, not only when the socket is
+    /// full; and below `high_water` a frame is always admitted, whatever
+    /// its size. So a producer that stops at `Buffered` and resumes at
+    /// `drain` is never refused nor evicted for what it paced (§7 credit
+    /// may allow more than `max_backpressure`), while one that does not
+    /// stop still meets the limit.
+    pub fn with_high_water(mut self, high_water: usize) -> Self {
+        self.high_water = Some(high_water);
+        self
     }
 
     /// Queue `item` (`len` bytes on the wire) and wake the connection's
@@ -196,8 +213,13 @@ impl Outbound {
         // no-op (or, under the `Close` policy, an eviction) exactly when the
         // connection is behind.
         // An empty queue always takes one message, however large, so a
-        // message bigger than the limit is still deliverable to a reader.
-        if !is_close && buffered > 0 && buffered + len > self.max_backpressure {
+        // message bigger than the limit is still deliverable to a reader;
+        // a paced queue takes one below its high-water mark.
+        let always_room = match self.high_water {
+            Some(high_water) => buffered < high_water,
+            None => buffered == 0,
+        };
+        if !is_close && !always_room && buffered + len > self.max_backpressure {
             if self.policy == SlowConsumerPolicy::Close {
                 state.eviction = Some(Eviction::SlowConsumer);
                 state.items.clear();
@@ -215,10 +237,19 @@ impl Outbound {
         len: usize,
         was_empty: bool,
     ) -> (SendStatus, bool) {
-        self.buffered.fetch_add(len, Ordering::AcqRel);
-        drop(state);
-        let status = if self.congested.load(Ordering::Acquire) {
+        let buffered = self.buffered.fetch_add(len, Ordering::AcqRel) + len;
+        let behind = self.congested.load(Ordering::Acquire)
+            || self
+                .high_water
+                .is_some_and(|high_water| buffered >= high_water);
+        if behind {
+            // Under the lock: the task takes the queue under it too, so a
+            // task that took this item sees the flag when it has written
+            // it, and owes the `drain` a producer may be waiting for.
             self.drain_wanted.store(true, Ordering::Release);
+        }
+        drop(state);
+        let status = if behind {
             SendStatus::Buffered
         } else {
             SendStatus::Sent
@@ -375,6 +406,30 @@ mod tests {
         let mut items = VecDeque::new();
         out.take(&mut items);
         assert_eq!(items.len(), 2, "64 KiB per buffer at most");
+    }
+
+    #[test]
+    fn a_paced_queue_reports_buffered_at_its_high_water_mark_and_admits_below_it() {
+        let out = Outbound::new(100, SlowConsumerPolicy::Close).with_high_water(40);
+        assert_eq!(out.enqueue(frame(30), 30), SendStatus::Sent);
+        // Below the mark: admitted whatever its size (30 + 90 > 100).
+        assert_eq!(out.enqueue(frame(90), 90), SendStatus::Buffered);
+        assert!(out.take_drain_wanted(), "a drain is owed");
+        // At or over it, the limit applies as usual.
+        assert_eq!(out.enqueue(frame(1), 1), SendStatus::Dropped);
+        let mut items = VecDeque::new();
+        assert_eq!(out.take(&mut items), Some(Eviction::SlowConsumer));
+
+        let out = Outbound::new(100, SlowConsumerPolicy::Close).with_high_water(40);
+        assert_eq!(out.enqueue(frame(39), 39), SendStatus::Sent);
+        assert!(!out.take_drain_wanted());
+        assert_eq!(out.enqueue(frame(1), 1), SendStatus::Buffered);
+        out.written(40);
+        assert_eq!(out.enqueue(frame(10), 10), SendStatus::Sent);
+        // Without a mark (WebSocket), only an empty queue is exempt.
+        let out = Outbound::new(100, SlowConsumerPolicy::Drop);
+        assert_eq!(out.enqueue(frame(30), 30), SendStatus::Sent);
+        assert_eq!(out.enqueue(frame(90), 90), SendStatus::Dropped);
     }
 
     #[test]

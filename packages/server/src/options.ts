@@ -104,7 +104,8 @@ export interface RpcOptions {
    * Bytes queued for one protocol connection beyond which it is closed
    * (`ERR_WS_SLOW_CONSUMER`): a protocol connection never drops a frame,
    * which would corrupt the client's view of its calls. Default 16 MiB
-   * (one maximal frame).
+   * (one maximal frame). From a quarter of it the server pauses stream
+   * data until the queue drains, so a client that reads is not closed.
    */
   maxBackpressure?: number;
 }

@@ -110,6 +110,8 @@ export class Peer {
   private readonly calls: CallTable;
   private readonly dispatcher: Dispatcher;
   private lastStreamId = 0;
+  /** The largest STREAM_DATA frame body we send: the other side's maxFrameSize, or less (`maxStreamChunk`). */
+  private readonly maxChunkFrame: number;
   private readonly inbound = new Map<number, InboundStream>();
   private readonly outbound = new Map<number, OutboundStream>();
   private collecting: Collecting | null = null;
@@ -133,6 +135,9 @@ export class Peer {
     this.codec = options.codec;
     this.features = options.local.features & options.remote.features;
     this.sequence = new SequenceCheck(this.features);
+    const chunk = options.maxStreamChunk;
+    // A frame body holds the stream id (≤ 6 bytes) and at least one data byte.
+    this.maxChunkFrame = chunk === undefined ? options.remote.maxFrameSize : Math.min(options.remote.maxFrameSize, Math.max(7, chunk + 6));
     this.out = new FrameOutput(options.write, options.batchWrites ?? true, (error) => this.close(error), options.writeParts);
     const peer = this;
     const core: PeerCore = {
@@ -329,13 +334,18 @@ export class Peer {
   private openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[] {
     if (planned.length === 0) return NO_OUTBOUND;
     const streams: OutboundStream[] = [];
+    const out = this.out;
     const host = {
-      send: (frame: Frame, tailByReference?: boolean) => this.out.send(frame, tailByReference),
+      send: (frame: Frame, tailByReference?: boolean) => out.send(frame, tailByReference),
       released: (stream: OutboundStream) => this.released(stream),
+      get paused() {
+        return out.paused;
+      },
+      whenWritable: () => out.whenWritable(),
     };
     for (const { source, file } of planned) {
       const streamId = ++this.lastStreamId;
-      const stream = new OutboundStream(host, streamId, source, this.remote.initialWindow, this.remote.maxFrameSize, file?.size ?? null);
+      const stream = new OutboundStream(host, streamId, source, this.remote.initialWindow, this.maxChunkFrame, file?.size ?? null);
       this.outbound.set(streamId, stream);
       streams.push(stream);
       this.out.send({ type: 'streamOpen', streamId, file });
@@ -405,6 +415,14 @@ export class Peer {
   /** Writes the frames batched so far now (before closing the transport, for instance). */
   flush(): void {
     this.out.flush();
+  }
+
+  /**
+   * The transport drained after a `write` returned `false` (see
+   * `PeerOptions.write`): stream data flows again.
+   */
+  resume(): void {
+    this.out.resume();
   }
 
   /** Resolves when no call (either way) and no stream is open, or the peer is closed. */

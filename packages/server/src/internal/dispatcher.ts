@@ -318,6 +318,8 @@ export class Dispatcher {
   private onRpcEvent(connection: RpcConnection, event: NativeEvent): void {
     if (event.kind === KIND_MESSAGE) {
       connection.receive(event.data);
+    } else if (event.kind === KIND_DRAIN) {
+      connection.drained();
     } else if (event.kind === KIND_CLOSE) {
       this.rpc.delete(event.id);
       connection.closed(event.code, event.reason);

@@ -24,8 +24,19 @@ import {
   ProtocolError,
 } from 'switchboard-protocol';
 import type { NativeTlsInfo } from '../internal/events.js';
+import { SendStatus } from '../operations.js';
 import { native, type NativeServerHandle } from '../native.js';
 import type { RpcCall, RpcService } from './service.js';
+
+/**
+ * The most data bytes in one STREAM_DATA frame the server sends. With the
+ * native high-water mark at a quarter of `rpc.maxBackpressure`, paused
+ * stream data holds at most a quarter of the limit plus one chunk, so from
+ * 256 KiB up at least half the limit is left for the other frames (which
+ * credit does not pace). 64 KiB chunks also keep a response from waiting
+ * behind a megabyte of another stream's data, and cost ~2 µs each.
+ */
+const MAX_STREAM_CHUNK = 64 * 1024;
 
 /** How the connection reached the server. */
 export type RpcTransport = 'tcp' | 'unix' | 'websocket' | 'tls';
@@ -113,8 +124,12 @@ export class RpcConnection<UserData = unknown> {
       codec: findCodec(init.welcome.codec) ?? rawCodec,
       defaultTimeoutMs: init.defaultTimeoutMs,
       // A closed connection drops the bytes; its close event follows and
-      // closes the peer.
-      write: (bytes) => void native.send(serverId, id, bytes, true),
+      // closes the peer. BUFFERED: the connection's queue passed its
+      // high-water mark (or the socket is full): stream data waits for the
+      // DRAIN that follows (`drained()`), so credit cannot make the queue
+      // pass `rpc.maxBackpressure` (ARCHITECTURE.md, Backpressure).
+      write: (bytes) => native.send(serverId, id, bytes, true) !== SendStatus.BUFFERED,
+      maxStreamChunk: MAX_STREAM_CHUNK,
       handler: (call) => init.service.dispatch(Object.assign(call, { connection: this }) as RpcCall),
       // The peer wrote its GO_AWAY (with the last call id it dispatched):
       // the native side closes without a second one.
@@ -177,6 +192,11 @@ export class RpcConnection<UserData = unknown> {
       return;
     }
     if (decoded) this.peer.receive(decoded.frame);
+  }
+
+  /** @internal The native queue drained after a send reported BUFFERED. */
+  drained(): void {
+    this.peer.resume();
   }
 
   /** @internal The connection ended. */

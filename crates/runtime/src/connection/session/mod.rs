@@ -93,7 +93,13 @@ pub(super) async fn run<S: Socket>(stream: S, accepted: Accepted, shared: Arc<Sh
     let connection = Arc::new(Connection {
         id: accepted.id,
         worker: accepted.worker,
-        outbound: Outbound::new(max_backpressure, slow_consumer),
+        outbound: match accepted.dialect {
+            Dialect::WebSocket => Outbound::new(max_backpressure, slow_consumer),
+            // The worker's peer pauses stream data at `Buffered` and
+            // resumes at `drain` (ARCHITECTURE.md, "Backpressure").
+            _ => Outbound::new(max_backpressure, slow_consumer)
+                .with_high_water(wire_high_water(max_backpressure)),
+        },
         deflate: accepted.deflate.is_some(),
         raw: accepted.dialect == Dialect::Wire,
         wire: accepted.dialect != Dialect::WebSocket,
@@ -209,6 +215,18 @@ pub(super) async fn run<S: Socket>(stream: S, accepted: Accepted, shared: Arc<Sh
         body::u16(out, code);
         out.extend_from_slice(reason.as_bytes());
     });
+}
+
+/// Queued bytes at which a protocol connection's sends report `Buffered`,
+/// so that its peer stops producing stream data until the `drain`: a
+/// quarter of `max_backpressure` (4 MiB by default). Enough to keep the
+/// socket busy while the worker hears the `drain` (the kernel's own buffer
+/// still holds data in flight), and low enough that paused stream data (a
+/// quarter, plus the chunk that crossed it: the worker sends chunks of at
+/// most 64 KiB) leaves half the limit to the frames credit does not pace.
+/// ARCHITECTURE.md ("Backpressure, end to end") has the whole argument.
+fn wire_high_water(max_backpressure: usize) -> usize {
+    (max_backpressure / 4).max(1)
 }
 
 fn route_index_of(accepted: &Accepted) -> u16 {
