@@ -72,3 +72,52 @@ test('a paused stream ends with the connection: its source is released', async (
   await tick();
   assert.equal(s.peer.stats().outboundStreams, 0);
 });
+
+test('maxOutboundStreams: one stream too many is refused before anything is sent, and there is room again once one ends', async () => {
+  const sent = [];
+  const errors = [];
+  const writers = [];
+  const peer = new P.Peer({
+    local: settings(),
+    remote: settings({ initialWindow: 1024 }),
+    codec: P.jsonCodec,
+    batchWrites: false,
+    maxOutboundStreams: 2,
+    handler: (call) => {
+      try {
+        const writer = new P.StreamWriter();
+        writers.push(writer);
+        call.respond(null, { stream: writer });
+      } catch (error) {
+        errors.push(error.code);
+        throw error;
+      }
+    },
+    write: (bytes) => {
+      const decoder = new P.FrameDecoder({ maxFrameSize: 1 << 20 });
+      decoder.push(bytes);
+      for (let f = decoder.next(); f; f = decoder.next()) sent.push(f);
+    },
+  });
+  const ask = (callId) => peer.receive({ type: 'message', callId, expectsReply: true, uuid: null, attachments: 0, action: 'get', payload: new Uint8Array(0) });
+  ask(1);
+  ask(2);
+  ask(3);
+  await tick();
+  assert.deepEqual(errors, ['ERR_TOO_MANY_STREAMS']);
+  const refusal = sent.find((f) => f.type === 'error');
+  assert.deepEqual([refusal.callId, refusal.code], [3, 'ERR_TOO_MANY_STREAMS']);
+  assert.equal(sent.filter((f) => f.type === 'streamOpen').length, 2);
+  // The writer of the refused response was released.
+  await assert.rejects(writers[2].write(new Uint8Array(1)), { code: 'ERR_TOO_MANY_STREAMS' });
+  assert.equal(peer.stats().outboundStreams, 2);
+  // A stream ends: a fourth call gets one.
+  await writers[0].end();
+  await tick();
+  ask(4);
+  await tick();
+  assert.equal(sent.filter((f) => f.type === 'streamOpen').length, 3);
+  // Our own calls count too, and are refused the same way.
+  await assert.rejects(peer.call('up', null, { stream: new Uint8Array(1) }), { code: 'ERR_TOO_MANY_STREAMS' });
+  assert.throws(() => peer.notify('up', null, { stream: new Uint8Array(1) }), { code: 'ERR_TOO_MANY_STREAMS' });
+});

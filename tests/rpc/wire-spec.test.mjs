@@ -342,3 +342,60 @@ test('§2.4: a client that sends GO_AWAY with nothing in flight is closed at onc
   assert.deepEqual(await framesUntilClose(socket), []);
   await until(() => closes.length === 1);
 });
+
+/** `count` calls to `download` from a client that never grants credit; the frames that answer them. */
+async function downloadsWithoutCredit(port, count) {
+  const { socket } = await handshake(port, { initialWindow: 1024 });
+  socket.write(Buffer.concat(Array.from({ length: count }, (_, i) => message(i + 1, 'download'))));
+  const answers = new Map();
+  while (answers.size < count) {
+    const frame = await socket.nextFrame();
+    if (frame.type === 'response' || frame.type === 'error') answers.set(frame.callId, frame);
+  }
+  return { socket, answers: [...answers.values()] };
+}
+
+test('rpc.maxOutboundStreams (default 256): streams to a client are bounded per connection; beyond, ERR_TOO_MANY_STREAMS', async (t) => {
+  const { server, port, closes } = await startRpc({}, (rpc) =>
+    rpc.action('download', (call) => {
+      call.respond(null, { stream: new Uint8Array(64 * 1024) });
+    }),
+  );
+  t.after(() => server.close());
+  // Streams that never get credit stay open after their calls end.
+  const { socket, answers } = await downloadsWithoutCredit(port, 300);
+  const refused = answers.filter((f) => f.type === 'error');
+  assert.equal(answers.length - refused.length, 256, 'the default limit');
+  assert.ok(refused.every((f) => f.code === 'ERR_TOO_MANY_STREAMS'));
+  // The connection stays, and serves calls without streams.
+  socket.write(message(301, 'echo', { payload: Buffer.from('"here"') }));
+  const reply = await socket.nextFrame();
+  assert.deepEqual([reply.type, reply.callId], ['response', 301]);
+  assert.equal(closes.length, 0);
+  // Stopping streams makes room again.
+  socket.write(
+    Buffer.concat([...[1, 2].map((id) => encodeFrame({ type: 'stop', streamId: id, code: 'ERR_STREAM_STOPPED' })), message(302, 'download')]),
+  );
+  const frames = [];
+  while (!frames.some((f) => f.callId === 302)) frames.push(await socket.nextFrame());
+  assert.equal(frames.find((f) => f.callId === 302).type, 'response');
+  socket.end();
+});
+
+test('rpc.maxOutboundStreams reaches worker threads', async (t) => {
+  const server = new Server({ app: new URL('../fixtures/rpc-app.mjs', import.meta.url), workers: 1, rpc: { maxOutboundStreams: 3 } });
+  const [address] = await server.listen([{ host: '127.0.0.1', port: 0, protocol: 'rpc' }]);
+  t.after(() => server.close());
+  const { socket, answers } = await downloadsWithoutCredit(address.port, 5);
+  assert.deepEqual(
+    answers.map((f) => f.code ?? f.type),
+    ['response', 'response', 'response', 'ERR_TOO_MANY_STREAMS', 'ERR_TOO_MANY_STREAMS'],
+  );
+  socket.end();
+});
+
+test('rpc.maxOutboundStreams is validated', () => {
+  for (const bad of [0, -1, 1.5, '8']) {
+    assert.throws(() => new Server({ workers: 0, rpc: { maxOutboundStreams: bad } }), { code: 'ERR_INVALID_OPTION' });
+  }
+});

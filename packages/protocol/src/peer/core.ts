@@ -24,6 +24,11 @@ export interface PeerCore {
   /** The other side sent GO_AWAY: it may start no call after it. */
   readonly goAwayReceived: boolean;
   send(frame: Frame): void;
+  /**
+   * Throws an RpcError `ERR_TOO_MANY_STREAMS` when `count` more streams
+   * would pass `maxOutboundStreams`; `count` 0 never throws.
+   */
+  checkOutboundStreams(count: number): void;
   /** Sends the STREAM_OPENs of a message or response just sent, then starts their data. */
   openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[];
   /** Something finished: resolve `whenIdle()` waiters if nothing is left. */

@@ -9,7 +9,7 @@ import { ProtocolError } from '../codec/index.js';
 import type { PeerCore } from './core.js';
 import { RpcError, RpcErrorCode } from './errors.js';
 import type { PlannedAttachment } from './files.js';
-import { attachmentsOf, planAttachments } from './files.js';
+import { attachmentsOf, planAttachments, releaseSources } from './files.js';
 import type { IncomingHandler, ReplyFrame, ReplyHost } from './incoming.js';
 import { ReceivedCall, replyWithError, replyWithValue } from './incoming.js';
 import type { InboundStream } from './streams.js';
@@ -47,7 +47,16 @@ export class Dispatcher {
     this.replyHost = {
       codec: core.codec,
       maxFrameSize: core.remote.maxFrameSize,
-      plan: (options) => planAttachments(options, core.features, core.remote.maxFrameSize),
+      plan: (options) => {
+        const planned = planAttachments(options, core.features, core.remote.maxFrameSize);
+        try {
+          core.checkOutboundStreams(planned.length);
+        } catch (error) {
+          releaseSources(options, error as Error); // writers given with the response will never be sent
+          throw error;
+        }
+        return planned;
+      },
       reply: (call, frame, planned, final) => this.reply(call, frame, planned, final),
     };
   }

@@ -158,6 +158,7 @@ export class Peer {
       },
       send: (frame) => this.out.send(frame),
       openStreams: (planned) => this.openStreams(planned),
+      checkOutboundStreams: (count) => this.checkOutboundStreams(count),
       checkIdle: () => this.checkIdle(),
     };
     this.calls = new CallTable(core);
@@ -352,6 +353,15 @@ export class Peer {
     }
     for (const stream of streams) stream.start();
     return streams;
+  }
+
+  private checkOutboundStreams(count: number): void {
+    const max = this.options.maxOutboundStreams;
+    if (count === 0 || max === undefined || this.outbound.size + count <= max) return;
+    throw new RpcError(
+      RpcErrorCode.TooManyStreams,
+      `${count} more stream(s) would pass the ${max} this connection may have open at once (${this.outbound.size} are)`,
+    );
   }
 
   private released(stream: OutboundStream): void {

@@ -44,6 +44,15 @@ export interface PeerOptions {
    */
   writeParts?(parts: readonly Uint8Array[]): void | boolean;
   /**
+   * The most streams (and files) this side may have open towards the other
+   * at once, counting attachments of its calls and of its responses. One
+   * more is refused with `ERR_TOO_MANY_STREAMS` before anything is sent:
+   * `respond` and `notify` throw it, a call rejects with it. Default: no
+   * limit. A response's stream outlives its call, so `maxConcurrentCalls`
+   * does not bound them; a server sets this.
+   */
+  maxOutboundStreams?: number;
+  /**
    * The most data bytes one STREAM_DATA frame we send carries (default: as
    * many as the other side's maxFrameSize allows). A paced transport (see
    * `write`) sets it so that one more chunk fits beside its high-water mark;

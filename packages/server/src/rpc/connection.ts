@@ -130,6 +130,7 @@ export class RpcConnection<UserData = unknown> {
       // pass `rpc.maxBackpressure` (ARCHITECTURE.md, Backpressure).
       write: (bytes) => native.send(serverId, id, bytes, true) !== SendStatus.BUFFERED,
       maxStreamChunk: MAX_STREAM_CHUNK,
+      maxOutboundStreams: init.service.limits.maxOutboundStreams,
       handler: (call) => init.service.dispatch(Object.assign(call, { connection: this }) as RpcCall),
       // The peer wrote its GO_AWAY (with the last call id it dispatched):
       // the native side closes without a second one.
