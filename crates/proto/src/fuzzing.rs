@@ -259,7 +259,8 @@ pub fn deflate_negotiate(data: &[u8]) {
 /// panics otherwise.
 ///
 /// Input layout: `[selector, stream...]`; the selector's low two bits pick
-/// `maxFrameSize` (1024, 4096, 65536 or the 16 MiB default).
+/// `maxFrameSize` (1024, 4096, 65536 or the 16 MiB default), the next three
+/// the features in effect for the sequence check.
 pub fn wire_decoder(data: &[u8]) {
     // The preface check runs on the raw input too: any verdict, no panic.
     if let Ok(Some(used)) = decode_preface(data) {
@@ -274,7 +275,8 @@ pub fn wire_decoder(data: &[u8]) {
         2 => 65536,
         _ => crate::wire::DEFAULT_MAX_FRAME_SIZE as usize,
     };
-    let mut sequence = SequenceCheck::new();
+    let features = u32::from(selector >> 2) & crate::wire::ALL_FEATURES;
+    let mut sequence = SequenceCheck::with_features(features);
     let mut rest = stream;
     loop {
         match decode(rest, max) {
@@ -296,9 +298,12 @@ pub fn wire_decoder(data: &[u8]) {
                 let mut twice = Vec::new();
                 encode(&again.expect("frame").0, &mut twice);
                 assert_eq!(twice, canonical, "the canonical form is a fixed point");
-                if sequence.check(&frame).is_err() {
+                let last_call_id = sequence.last_call_id();
+                match sequence.check(&frame) {
+                    // A GO_AWAY's last call id only grows.
+                    Ok(()) => assert!(sequence.last_call_id() >= last_call_id),
                     // The connection would end here; keep fuzzing the codec.
-                    sequence = SequenceCheck::new();
+                    Err(_) => sequence = SequenceCheck::with_features(features),
                 }
                 rest = &rest[used..];
             }
