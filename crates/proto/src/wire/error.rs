@@ -96,7 +96,7 @@ pub const ALL_ERROR_CODES: &[(&str, u16, &str)] = &[
     (
         "ERR_PROTOCOL_FRAME_TOO_LARGE",
         CLOSE_MESSAGE_TOO_BIG,
-        "A frame body exceeded the receiver's maximum frame size.",
+        "A frame body exceeded the receiver's maximum frame size (or a HELLO or WELCOME body the 65,536-byte handshake limit).",
     ),
     (
         "ERR_PROTOCOL_MALFORMED",
