@@ -31,8 +31,12 @@ export declare class ServerHandle {
   attachWorker(index: number, wake: () => void): void
   /** Stop waking worker `index` (lets its event loop end). */
   detachWorker(index: number): void
-  /** Start the closing handshake. */
-  end(connection: number, code: number, reason: string): boolean
+  /**
+   * Start the closing handshake. A protocol connection sends a GO_AWAY
+   * first (its code from `reason`) unless `goAway` is false: its
+   * JavaScript peer wrote one already.
+   */
+  end(connection: number, code: number, reason: string, goAway?: boolean | undefined | null): boolean
   /** Drop the connection at once. */
   terminate(connection: number): boolean
   /** Bytes queued and not yet written (-1 when closed). */

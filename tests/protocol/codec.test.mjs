@@ -123,10 +123,11 @@ function generator(seed) {
     }
     return Buffer.byteLength(s) >= minBytes ? s : 'x'.repeat(minBytes);
   };
+  // Codes and codec names: printable ASCII, 0x21-0x7E (docs/protocol.md §3).
   const ascii = (min, max = 30) => {
     let s = '';
     const n = min + int(max - min + 1);
-    for (let i = 0; i < n; i++) s += String.fromCharCode(int(128));
+    for (let i = 0; i < n; i++) s += String.fromCharCode(0x21 + int(0x7e - 0x21 + 1));
     return s;
   };
   const sixteen = () => Uint8Array.from({ length: 16 }, () => int(256));
@@ -308,7 +309,7 @@ describe('spec/wire vectors', () => {
       for (const v of sequence) {
         const expected = v.result === 'ok' ? 'ok' : `${v.result.error} at ${v.result.at}`;
         test(`${v.name} → ${expected}`, () => {
-          const check = new P.SequenceCheck();
+          const check = new P.SequenceCheck(v.features ?? P.ALL_FEATURES);
           let outcome = 'ok';
           for (let i = 0; i < v.frames.length; i++) {
             try {
@@ -322,6 +323,7 @@ describe('spec/wire vectors', () => {
             }
           }
           assert.equal(outcome, expected);
+          if (v.lastCallId !== undefined) assert.equal(check.lastCallId, v.lastCallId, 'lastCallId');
         });
       }
     });
@@ -343,8 +345,32 @@ describe('spec/wire vectors', () => {
     });
   }
 
+  const payloads = load('payloads.json');
+  if (payloads === null) missing('payloads.json');
+  else {
+    describe('payloads.json', () => {
+      for (const v of payloads) {
+        test(`${v.name}: ${v.codec}`, () => {
+          const codec = P.findCodec(v.codec);
+          assert.ok(codec, `codec ${v.codec}`);
+          const noValue = !('value' in v);
+          const decoded = codec.decode(bytes(v.hex));
+          // raw has no values apart from bytes: it hands the payload over as it is.
+          if (v.codec === 'raw') assert.equal(hex(decoded), v.hex);
+          else if (noValue) assert.equal(decoded, undefined, 'no value decodes as undefined');
+          else assert.deepEqual(decoded, v.value);
+          if (v.decodeOnly === true) return;
+          const encoded = codec.encode(noValue ? undefined : v.value);
+          // "No value" is exactly the empty payload, and no value is ever encoded as one.
+          assert.equal(encoded.length === 0, noValue);
+          assert.equal(hex(encoded), v.hex);
+        });
+      }
+    });
+  }
+
   test('no unexpected files in spec/wire', { skip: !existsSync(wire) }, () => {
-    const known = ['frames.json', 'decode-only.json', 'invalid.json', 'preface.json', 'sequence.json', 'uuid.json'];
+    const known = ['frames.json', 'decode-only.json', 'invalid.json', 'preface.json', 'sequence.json', 'uuid.json', 'payloads.json'];
     const extra = readdirSync(wire).filter((f) => f.endsWith('.json') && !known.includes(f));
     assert.deepEqual(extra, [], 'vector files this test does not read');
   });
@@ -539,6 +565,23 @@ describe('decoding', () => {
       const frame = bytes(`0300${(2 + len).toString(16).padStart(2, '0')}01${len.toString(16).padStart(2, '0')}${action}`);
       throwsCode(() => P.decodeFrame(frame, 0, DEFAULT_MAX), 'ERR_PROTOCOL_MALFORMED', `action ${action}`);
     }
+  });
+
+  test('codes are printable ASCII: control bytes, space and DEL are refused even when cached as UTF-8', () => {
+    // An action of the same bytes first, so they are in the string cache.
+    for (const code of ['a\x01', 'ERR X', '\x7f', '\t', '\x00']) {
+      const message = P.encodeFrame({ type: 'message', callId: 1, expectsReply: false, uuid: null, attachments: 0, action: code, payload: new Uint8Array(0) });
+      assert.equal(P.decodeFrame(message, 0, DEFAULT_MAX).frame.action, code);
+      const codeHex = Buffer.from(code, 'latin1').toString('hex');
+      const stop = bytes('0c00' + (2 + code.length).toString(16).padStart(2, '0') + '01' + code.length.toString(16).padStart(2, '0') + codeHex);
+      throwsCode(() => P.decodeFrame(stop, 0, DEFAULT_MAX), 'ERR_PROTOCOL_MALFORMED', `STOP code ${JSON.stringify(code)}`);
+      // A long one takes the path without the cache.
+      const long = 'E'.repeat(100) + code;
+      const longStop = bytes('0c00' + (2 + long.length).toString(16).padStart(2, '0') + '01' + long.length.toString(16).padStart(2, '0') + Buffer.from(long, 'latin1').toString('hex'));
+      throwsCode(() => P.decodeFrame(longStop, 0, DEFAULT_MAX), 'ERR_PROTOCOL_MALFORMED', `long STOP code ${JSON.stringify(code)}`);
+      assert.throws(() => P.encodeFrame({ type: 'stop', streamId: 1, code }), RangeError);
+    }
+    assert.equal(P.decodeFrame(P.encodeFrame({ type: 'stop', streamId: 1, code: '!~' }), 0, DEFAULT_MAX).frame.code, '!~');
   });
 
   test('interned strings are not confused across lengths and contents', () => {

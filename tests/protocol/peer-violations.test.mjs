@@ -37,6 +37,12 @@ function subject({ handler, local = {}, remote = {} } = {}) {
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
+/** A stream source that never ends (its stream stays open). */
+class StreamWriterLike {
+  [Symbol.asyncIterator]() {
+    return { next: () => new Promise(() => {}) };
+  }
+}
 const message = (callId, action = 'x', attachments = 0, expectsReply = true) => ({
   type: 'message',
   callId,
@@ -170,6 +176,50 @@ describe('protocol violations', () => {
     assertViolation(s2, 'ERR_PROTOCOL_SEQUENCE');
   });
 
+  test("a GO_AWAY for a violation leaves out a message still owed its STREAM_OPENs (it was never dispatched)", () => {
+    const dispatched = [];
+    const s = subject({ handler: (call) => (dispatched.push(call.callId), new Promise(() => {})) });
+    s.peer.receive(message(1));
+    s.peer.receive(message(2, 'up', 2));
+    s.peer.receive(open(1));
+    s.peer.receive({ type: 'heartbeat', pong: false });
+    assertViolation(s, 'ERR_PROTOCOL_SEQUENCE');
+    assert.deepEqual(dispatched, [1]);
+    assert.equal(s.sent.at(-1).lastCallId, 1);
+    const alone = subject({ handler: () => 1 });
+    alone.peer.receive(message(1, 'up', 1));
+    alone.peer.receive({ type: 'heartbeat', pong: false });
+    assertViolation(alone, 'ERR_PROTOCOL_SEQUENCE');
+    assert.equal(alone.sent.at(-1).lastCallId, 0);
+  });
+
+  test('CREDIT, STOP or CANCEL naming an id never used: ERR_PROTOCOL_STREAM_ID / ERR_PROTOCOL_CALL_ID', () => {
+    for (const [frame, code] of [
+      [{ type: 'credit', streamId: 9, increment: 100 }, 'ERR_PROTOCOL_STREAM_ID'],
+      [{ type: 'stop', streamId: 9, code: 'ERR_STREAM_STOPPED' }, 'ERR_PROTOCOL_STREAM_ID'],
+      [{ type: 'credit', streamId: 0, increment: 1 }, 'ERR_PROTOCOL_STREAM_ID'],
+      [{ type: 'cancel', callId: 9 }, 'ERR_PROTOCOL_CALL_ID'],
+      [{ type: 'cancel', callId: 0 }, 'ERR_PROTOCOL_CALL_ID'],
+    ]) {
+      const s = subject();
+      s.peer.receive(frame);
+      assertViolation(s, code);
+    }
+    // Stream 1 is ours, stream 2 is not yet; call 3 is theirs, call 4 is not yet.
+    const s = subject({ handler: () => new Promise(() => {}) });
+    s.peer.notify('up', null, { stream: new StreamWriterLike() });
+    s.peer.receive({ type: 'credit', streamId: 1, increment: 5 });
+    s.peer.receive(message(3));
+    s.peer.receive({ type: 'cancel', callId: 3 });
+    assert.equal(s.errors.length, 0);
+    s.peer.receive({ type: 'stop', streamId: 2, code: 'ERR_STREAM_STOPPED' });
+    assertViolation(s, 'ERR_PROTOCOL_STREAM_ID');
+    const c = subject({ handler: () => new Promise(() => {}) });
+    c.peer.receive(message(3));
+    c.peer.receive({ type: 'cancel', callId: 4 });
+    assertViolation(c, 'ERR_PROTOCOL_CALL_ID');
+  });
+
   test('a handshake frame after the handshake: ERR_PROTOCOL_HANDSHAKE', () => {
     const s = subject();
     s.peer.receive({ type: 'welcome', ...settings(), codec: 'json', data: new Uint8Array(0) });
@@ -222,13 +272,46 @@ describe('expected races are not violations', () => {
     assert.equal(s.errors.length, 0);
   });
 
-  test('CREDIT, STOP and CANCEL for unknown ids are ignored', () => {
-    const s = subject();
-    s.peer.receive({ type: 'credit', streamId: 9, increment: 100 });
-    s.peer.receive({ type: 'stop', streamId: 9, code: 'ERR_STREAM_STOPPED' });
-    s.peer.receive({ type: 'cancel', callId: 9 });
+  test('CREDIT, STOP and CANCEL for closed ids are ignored', async () => {
+    // (They were ignored for ids never used too; docs/protocol.md §4 now
+    // makes those violations: see "CREDIT, STOP or CANCEL naming an id
+    // never used" above.)
+    const s = subject({ handler: () => 1 });
+    s.peer.notify('up', null, { stream: new Uint8Array(10) });
+    s.peer.receive(message(1));
+    s.peer.receive(message(2, 'x', 0, false));
+    await tick();
+    assert.deepEqual(s.types(), ['message', 'streamOpen', 'streamData', 'streamEnd', 'fastReply']);
+    const count = s.sent.length;
+    s.peer.receive({ type: 'credit', streamId: 1, increment: 100 });
+    s.peer.receive({ type: 'stop', streamId: 1, code: 'ERR_STREAM_STOPPED' });
+    s.peer.receive({ type: 'cancel', callId: 1 });
+    s.peer.receive({ type: 'cancel', callId: 2 });
     assert.equal(s.errors.length, 0);
-    assert.equal(s.sent.length, 0);
+    assert.equal(s.sent.length, count);
+  });
+
+  test("after the other side's GO_AWAY its new calls are refused (ERROR ERR_GOING_AWAY), numbered one-way messages dropped, broadcasts dispatched", async () => {
+    const dispatched = [];
+    const s = subject({ handler: (call) => (dispatched.push(call.callId), new Promise(() => {})) });
+    s.peer.receive(message(1));
+    s.peer.receive({ type: 'goAway', lastCallId: 0, code: 'ERR_GOING_AWAY', message: '' });
+    s.peer.receive(message(2, 'late', 1));
+    s.peer.receive(open(1));
+    s.peer.receive(message(3, 'late', 0, false));
+    s.peer.receive(message(0, 'channel', 0, false));
+    assert.deepEqual(dispatched, [1, 0]);
+    assert.deepEqual(
+      s.sent.map((f) => [f.type, f.callId ?? f.streamId, f.code]),
+      [
+        ['stop', 1, 'ERR_GOING_AWAY'],
+        ['error', 2, 'ERR_GOING_AWAY'],
+      ],
+    );
+    assert.equal(s.errors.length, 0);
+    // Nor may this side start calls any more.
+    await assert.rejects(s.peer.call('x'), { code: 'ERR_GOING_AWAY', retryable: true });
+    assert.throws(() => s.peer.notify('x'), { code: 'ERR_GOING_AWAY' });
   });
 
   test('messages after our GO_AWAY are not dispatched; their streams are stopped', () => {

@@ -232,3 +232,29 @@ for (const when of ['sync', 'async']) {
     }
   });
 }
+
+for (const transport of ['tcp', 'ws']) {
+  test(`client.close() over ${transport}: the server closes as the GO_AWAY's receiver; the client reports its own close`, async () => {
+    const state = { started: 0, finished: 0 };
+    const rpc = await startServer(setup(state));
+    try {
+      const client = await rpc.connect(transport);
+      const events = [];
+      for (const type of ['disconnect', 'closed']) client.on(type, (event) => events.push([type, event.code]));
+      const slow = settle(client.call('slow', { ms: 100, value: 'done' }));
+      await until(() => state.started === 1, 'the call starts');
+      // A long drain: the server's close, not the client's timeout, ends it.
+      const started = performance.now();
+      await client.close({ timeoutMs: 10_000 });
+      assert.ok(performance.now() - started < 5000, 'closed once the call was done');
+      assert.deepEqual(await slow, { value: 'done' });
+      await until(() => rpc.closed.length === 1, 'the server side closes');
+      assert.deepEqual(events, [
+        ['disconnect', 'ERR_CLIENT_CLOSED'],
+        ['closed', 'ERR_CLIENT_CLOSED'],
+      ]);
+    } finally {
+      await rpc.close();
+    }
+  });
+}

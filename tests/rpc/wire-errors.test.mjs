@@ -181,7 +181,10 @@ test('shutdown sends GO_AWAY and lets an in-flight call finish', async () => {
 });
 
 test('a client that stops reading is closed, never sent a frame short', async (t) => {
-  const { server, port, closes } = await startRpc({ rpc: { maxBackpressure: 256 * 1024 } });
+  // Large responses go straight to the socket while it takes them, so the
+  // kernel's buffers are full when the queue passes its limit: the final
+  // GO_AWAY then waits closeTimeout for a client that never reads.
+  const { server, port, closes } = await startRpc({ rpc: { maxBackpressure: 256 * 1024 }, closeTimeout: 1 });
   t.after(() => server.close());
   server.rpc.action('flood', (call) => {
     const chunk = new Uint8Array(32 * 1024);

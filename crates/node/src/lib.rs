@@ -225,11 +225,17 @@ impl ServerHandle {
         }
     }
 
-    /// Start the closing handshake.
+    /// Start the closing handshake. A protocol connection sends a GO_AWAY
+    /// first (its code from `reason`) unless `goAway` is false: its
+    /// JavaScript peer wrote one already.
     #[napi]
-    pub fn end(&self, connection: i64, code: u32, reason: String) -> bool {
-        self.server
-            .end(id_from_js(connection), code as u16, &reason)
+    pub fn end(&self, connection: i64, code: u32, reason: String, go_away: Option<bool>) -> bool {
+        self.server.end(
+            id_from_js(connection),
+            code as u16,
+            &reason,
+            go_away.unwrap_or(true),
+        )
     }
 
     /// Drop the connection at once.
@@ -484,7 +490,7 @@ pub fn error_catalog() -> Vec<ErrorCodeInfo> {
     switchboard_proto::ws::ALL_ERROR_CODES
         .iter()
         .chain(switchboard_proto::http::ALL_ERROR_CODES)
-        .chain(switchboard_proto::wire::ALL_ERROR_CODES)
+        .chain(switchboard_proto::rpc::ALL_ERROR_CODES)
         .copied()
         .chain(runtime)
         .map(|entry| with_value(&entry))
@@ -506,11 +512,11 @@ pub fn register_raw_functions(exports: napi::bindgen_prelude::Object, env: Env) 
 /// dispatcher corks around each batch; `ws.cork(fn)` around `fn`). Nests.
 #[napi]
 pub fn cork() {
-    switchboard_runtime::cork::cork();
+    switchboard_runtime::cork();
 }
 
 /// End a `cork`; the outermost one wakes every connection sent to.
 #[napi]
 pub fn uncork() {
-    switchboard_runtime::cork::uncork();
+    switchboard_runtime::uncork();
 }

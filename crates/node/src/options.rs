@@ -7,7 +7,7 @@ use std::time::Duration;
 use napi::bindgen_prelude::Buffer;
 use napi::{Error, Result, Status};
 use napi_derive::napi;
-use switchboard_proto::wire::MIN_FRAME_SIZE;
+use switchboard_proto::rpc::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
 use switchboard_runtime::{RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute};
 

@@ -9,9 +9,7 @@
 use crate::http::{
     accept_key, parse_request_head, switching_protocols_response, validate_upgrade, HeadLimits,
 };
-use crate::wire::{
-    decode, decode_preface, encode, encoded_len, peek_header, SequenceCheck, WireError,
-};
+use crate::rpc::{decode, decode_preface, encode, encoded_len, peek_header, SequenceCheck};
 use crate::ws::deflate::{negotiate, Compressor, Decompressor, DeflateConfig, DeflateParams};
 use crate::ws::extensions::parse_extensions;
 use crate::ws::{Decoder, DecoderConfig, Event, Flow, ProtocolError, Role};
@@ -251,7 +249,7 @@ pub fn deflate_negotiate(data: &[u8]) {
     }
 }
 
-/// `wire_decoder` target: decodes a stream of RPC frames until it needs
+/// `rpc_decoder` target: decodes a stream of RPC frames until it needs
 /// more bytes or fails. Every decoded frame must pass `validate`, re-encode
 /// (in its smallest widths, so never longer) to bytes that decode to an equal
 /// frame and re-encode identically; every shorter prefix must need more
@@ -259,8 +257,9 @@ pub fn deflate_negotiate(data: &[u8]) {
 /// panics otherwise.
 ///
 /// Input layout: `[selector, stream...]`; the selector's low two bits pick
-/// `maxFrameSize` (1024, 4096, 65536 or the 16 MiB default).
-pub fn wire_decoder(data: &[u8]) {
+/// `maxFrameSize` (1024, 4096, 65536 or the 16 MiB default), the next three
+/// the features in effect for the sequence check.
+pub fn rpc_decoder(data: &[u8]) {
     // The preface check runs on the raw input too: any verdict, no panic.
     if let Ok(Some(used)) = decode_preface(data) {
         assert_eq!(used, 4);
@@ -272,9 +271,10 @@ pub fn wire_decoder(data: &[u8]) {
         0 => 1024,
         1 => 4096,
         2 => 65536,
-        _ => crate::wire::DEFAULT_MAX_FRAME_SIZE as usize,
+        _ => crate::rpc::DEFAULT_MAX_FRAME_SIZE as usize,
     };
-    let mut sequence = SequenceCheck::new();
+    let features = u32::from(selector >> 2) & crate::rpc::ALL_FEATURES;
+    let mut sequence = SequenceCheck::with_features(features);
     let mut rest = stream;
     loop {
         match decode(rest, max) {
@@ -296,9 +296,12 @@ pub fn wire_decoder(data: &[u8]) {
                 let mut twice = Vec::new();
                 encode(&again.expect("frame").0, &mut twice);
                 assert_eq!(twice, canonical, "the canonical form is a fixed point");
-                if sequence.check(&frame).is_err() {
+                let last_call_id = sequence.last_call_id();
+                match sequence.check(&frame) {
+                    // A GO_AWAY's last call id only grows.
+                    Ok(()) => assert!(sequence.last_call_id() >= last_call_id),
                     // The connection would end here; keep fuzzing the codec.
-                    sequence = SequenceCheck::new();
+                    Err(_) => sequence = SequenceCheck::with_features(features),
                 }
                 rest = &rest[used..];
             }
@@ -317,7 +320,7 @@ pub fn wire_decoder(data: &[u8]) {
     }
 }
 
-fn check_wire_error(e: WireError) {
+fn check_wire_error(e: crate::rpc::ProtocolError) {
     assert!(e.code().starts_with("ERR_PROTOCOL_"), "{e:?}");
     assert!(matches!(e.ws_close_code(), 1002 | 1009), "{e:?}");
     assert!(!e.to_string().is_empty());
@@ -353,7 +356,7 @@ mod tests {
     fn targets_survive_arbitrary_inputs() {
         for input in arbitrary_inputs() {
             ws_decoder(&input);
-            wire_decoder(&input);
+            rpc_decoder(&input);
             handshake(&input);
             deflate_negotiate(&input);
         }
@@ -373,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn wire_decoder_target_sees_valid_streams() {
+    fn rpc_decoder_target_sees_valid_streams() {
         // The worked examples of docs/protocol.md §9, a HELLO, a MESSAGE
         // with an attachment and its STREAM_OPEN, a non-minimal END, a
         // GO_AWAY, then a frame cut short.
@@ -394,10 +397,10 @@ mod tests {
         for selector in 0..4u8 {
             let mut data = vec![selector];
             data.extend_from_slice(&stream);
-            wire_decoder(&data);
+            rpc_decoder(&data);
             // Every cut of the stream, too.
             for cut in 0..data.len() {
-                wire_decoder(&data[..cut]);
+                rpc_decoder(&data[..cut]);
             }
         }
         // Invalid frames: unknown type, reserved bit, too large, malformed.
@@ -410,7 +413,7 @@ mod tests {
         ] {
             let mut data = vec![0];
             data.extend_from_slice(&hex(bad));
-            wire_decoder(&data);
+            rpc_decoder(&data);
         }
     }
 }

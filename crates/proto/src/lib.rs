@@ -15,7 +15,7 @@
 //!   `101` or error response;
 //! - [`ws`]: decode frames into events, encode frames, negotiate and apply
 //!   compression;
-//! - [`wire`]: the RPC protocol's frames, codec, UUIDs, handshake and
+//! - [`rpc`]: the RPC protocol's frames, codec, UUIDs, handshake and
 //!   ordering checks.
 //!
 //! Every error carries a stable string code (`ERR_WS_*`, `ERR_HTTP_*`,
@@ -26,7 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod http;
-pub mod wire;
+pub mod rpc;
 pub mod ws;
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -38,10 +38,10 @@ pub(crate) mod test_util;
 /// Every error code of this crate as `(code, close code or HTTP status,
 /// description)`: the WebSocket codes ([`ws::ALL_ERROR_CODES`]) followed by
 /// the handshake codes ([`http::ALL_ERROR_CODES`]), then the RPC protocol's
-/// ([`wire::ALL_ERROR_CODES`], with WebSocket close codes).
+/// ([`rpc::ALL_ERROR_CODES`], with WebSocket close codes).
 pub fn all_error_codes() -> impl Iterator<Item = &'static (&'static str, u16, &'static str)> {
     ws::ALL_ERROR_CODES
         .iter()
         .chain(http::ALL_ERROR_CODES.iter())
-        .chain(wire::ALL_ERROR_CODES.iter())
+        .chain(rpc::ALL_ERROR_CODES.iter())
 }

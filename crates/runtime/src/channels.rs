@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use switchboard_proto::wire;
+use switchboard_proto::rpc;
 use switchboard_pubsub::{SubscriberId, Target};
 
 use crate::connection::{Connection, ConnectionKind};
@@ -89,7 +89,7 @@ impl<'a> Framings<'a> {
             let frame = self.channel.map(|action| {
                 let len = self.prefix.len() + self.data.len();
                 let mut frame = Vec::with_capacity(16 + action.len() + len);
-                wire::encode_message_header(0, false, action, len, &mut frame);
+                rpc::encode_message_header(0, false, action, len, &mut frame);
                 frame.extend_from_slice(&self.prefix);
                 frame.extend_from_slice(self.data);
                 Bytes::from(frame)

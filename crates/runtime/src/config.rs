@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use switchboard_proto::wire::ServerSettings;
+use switchboard_proto::rpc::ServerSettings;
 
 use crate::tls::TlsOptions;
 use switchboard_proto::ws::deflate::DeflateConfig;
@@ -115,10 +115,12 @@ pub struct RpcConfig {
     /// the connection is closed (`ERR_WS_SLOW_CONSUMER`). A protocol stream
     /// cannot drop a frame the way a WebSocket can drop a message: a lost
     /// response or stream chunk would corrupt the peer's state, so the
-    /// policy is always `Close`. Stream data is bounded by the client's
-    /// credit; this bounds responses to a client that stopped reading.
-    /// Default 16 MiB: one maximal frame (the default `max_frame_size`)
-    /// fits.
+    /// policy is always `Close`. Stream data does not reach it: from a
+    /// quarter of it (the high-water mark, see `session::wire_high_water`)
+    /// sends report `Buffered` and the worker's peer pauses its streams
+    /// until the `drain`; this bounds responses to a client that stopped
+    /// reading. Default 16 MiB: one maximal frame (the default
+    /// `max_frame_size`) fits.
     pub max_backpressure: usize,
 }
 

@@ -1,12 +1,14 @@
 //! What every thread can reach of an open connection: its id, its worker,
-//! its kind, and its outbound queue. The connection's own thread keeps the
-//! rest (its session, `session/`); other threads only enqueue here.
+//! its kind, and its outbound queue; and the cork, which defers the writes
+//! a thread's sends cause until it uncorks. The connection's own thread
+//! keeps the rest (its session, `session/`); other threads only enqueue
+//! here.
 
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::cork;
 use crate::outbound::{OutItem, Outbound, SendStatus};
 use crate::stats::Stats;
 
@@ -52,7 +54,9 @@ const COPY_FRAMES_UP_TO: usize = 512;
 
 pub struct Connection {
     pub id: u64,
-    pub worker: usize,
+    /// 32 bits (there are never that many workers), so the shared part of
+    /// an idle connection stays within two cache lines: see `worker()`.
+    pub(crate) worker: u32,
     pub kind: ConnectionKind,
     pub outbound: Outbound,
     /// The server's counters (a direct write counts its bytes).
@@ -60,6 +64,11 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// The worker this connection is pinned to.
+    pub fn worker(&self) -> usize {
+        self.worker as usize
+    }
+
     /// Queue an item; the connection's thread is woken now, or at
     /// [`cork::uncork`] when the calling thread is corked.
     pub fn enqueue(self: &Arc<Self>, item: OutItem, len: usize) -> SendStatus {
@@ -137,8 +146,55 @@ impl Connection {
 
     /// Wake the connection's thread now, or at the outermost `uncork`.
     fn woken(self: &Arc<Self>, wake: bool) {
-        if wake && !cork::defer(self) {
+        if wake && !defer(self) {
             self.outbound.wake();
         }
     }
+}
+
+// Corking: a thread defers the writes (or wake-ups) of the connections it
+// sends to until it uncorks. A JavaScript worker corks while it dispatches
+// a batch of events, so every message its handlers send to one connection
+// in that batch leaves in one vectored write instead of one write (and one
+// wake-up) each.
+
+thread_local! {
+    /// How deeply the calling thread is corked.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Connections whose wake-up waits for the outermost [`uncork`].
+    static CORKED: RefCell<Vec<Arc<Connection>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Defer wake-ups on this thread until [`uncork`]. Nests; only the
+/// outermost `uncork` wakes.
+pub fn cork() {
+    DEPTH.with(|depth| depth.set(depth.get() + 1));
+}
+
+/// End a [`cork`]; the outermost one sends what was queued for every
+/// connection sent to since: written straight to its socket where its I/O
+/// thread has released it (the common case: a worker answering the
+/// messages it was given), else by that thread, woken now.
+pub fn uncork() {
+    let outermost = DEPTH.with(|depth| {
+        let d = depth.get().saturating_sub(1);
+        depth.set(d);
+        d == 0
+    });
+    if outermost {
+        let corked = CORKED.with(|list| std::mem::take(&mut *list.borrow_mut()));
+        for connection in corked {
+            connection.flush_or_wake();
+        }
+    }
+}
+
+/// When this thread is corked, remember `connection` for the outermost
+/// `uncork` and return true; otherwise return false (wake it now).
+fn defer(connection: &Arc<Connection>) -> bool {
+    if DEPTH.with(Cell::get) == 0 {
+        return false;
+    }
+    CORKED.with(|list| list.borrow_mut().push(connection.clone()));
+    true
 }

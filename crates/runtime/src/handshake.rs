@@ -14,7 +14,7 @@ use crate::config::{RouteConfig, ServerConfig};
 use crate::connection::ConnectionKind;
 use crate::errors::{self, Failure};
 use crate::events::{Record, TlsRecord, Transport};
-use crate::session::Accepted;
+use crate::opening::Accepted;
 use crate::state::UpgradeDecision;
 use crate::tls::TlsInfo;
 
@@ -179,7 +179,7 @@ impl Upgrade {
             (!self.protocol.is_empty()).then_some(self.protocol.as_str()),
             (!self.extensions.is_empty()).then_some(self.extensions.as_str()),
         );
-        let kind = if self.rpc && self.protocol == switchboard_proto::wire::SUBPROTOCOL {
+        let kind = if self.rpc && self.protocol == switchboard_proto::rpc::SUBPROTOCOL {
             ConnectionKind::RpcWebSocket
         } else if self.deflate.is_some() {
             ConnectionKind::WebSocketDeflate

@@ -9,11 +9,11 @@
 //! What may import what (a tree; see `ARCHITECTURE.md`):
 //! - `config`, `errors`, `stats`, `framing`, `wake`, `tls`, `stream`,
 //!   `outbound`, `events` depend on nothing here but each other's leaves;
-//! - `connection` (the shared part of a connection) and `cork` on
-//!   `outbound`;
+//! - `connection` (the shared part of a connection, and the cork) on
+//!   `outbound`; `opening` (what a session starts with) on leaves;
 //! - `state` (what all threads share) on those;
 //! - `session` (the connection state machine) and `handshake` (the HTTP
-//!   phase) on `state` and below;
+//!   phase, which produces an `opening`) on `state` and below;
 //! - `reactor` (the I/O threads' readiness loops over sockets) on
 //!   `session` and `handshake`;
 //! - `server` on `reactor` and `state`; `channels` adds the channel
@@ -22,13 +22,13 @@
 pub mod channels;
 pub mod config;
 pub mod connection;
-pub mod cork;
 pub mod errors;
 pub mod events;
 pub mod fd_limit;
 mod fd_write;
 pub mod framing;
 mod handshake;
+mod opening;
 pub mod outbound;
 mod reactor;
 pub mod server;
@@ -42,7 +42,7 @@ pub mod wake;
 pub use config::{
     ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute,
 };
-pub use connection::ConnectionKind;
+pub use connection::{cork, uncork, ConnectionKind};
 pub use outbound::SendStatus;
 pub use server::Server;
 pub use state::UpgradeDecision;

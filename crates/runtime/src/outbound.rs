@@ -27,7 +27,8 @@ pub enum SendStatus {
     /// Queued; the connection keeps up with what it is sent.
     Sent = 0,
     /// Queued behind data the client has not taken yet (the socket's kernel
-    /// buffer is full). A `drain` event follows when it catches up.
+    /// buffer is full, or the queue passed its high-water mark). A `drain`
+    /// event follows when it catches up.
     Buffered = 1,
     /// Not queued: the connection is over `max_backpressure` (and counted as
     /// dropped), or its slow-consumer policy closed it.
@@ -45,8 +46,14 @@ pub enum OutItem {
     /// A message payload the connection frames itself, because it compresses
     /// with its own permessage-deflate context.
     Message { payload: Bytes, binary: bool },
-    /// Start the closing handshake with this code and reason.
-    Close { code: u16, reason: String },
+    /// Start the closing handshake with this code and reason. A protocol
+    /// connection sends a GO_AWAY first unless `go_away` is false (its
+    /// JavaScript peer wrote one already: the peer says one GO_AWAY, §8).
+    Close {
+        code: u16,
+        reason: String,
+        go_away: bool,
+    },
     /// Frames of messages sent to this connection alone, written one after
     /// another into one buffer (see [`Outbound::push_message`]).
     Coalesced(BytesMut),
@@ -133,6 +140,9 @@ pub struct Outbound {
     /// 32 bits (options are at most 2^32 - 1): an idle connection's shared
     /// part stays within two cache lines.
     max_backpressure: u32,
+    /// See [`Outbound::with_high_water`]; 0 (none) for WebSocket
+    /// connections.
+    high_water: u32,
     policy: SlowConsumerPolicy,
 }
 
@@ -145,8 +155,26 @@ impl Outbound {
             drain_wanted: AtomicBool::new(false),
             waker,
             max_backpressure: max_backpressure.min(u32::MAX as usize) as u32,
+            high_water: 0,
             policy,
         }
+    }
+
+    /// A queue whose producer paces itself (a protocol connection's peer
+    /// pauses stream data): sends report `Buffered` (and a `drain` follows)
+    /// once `high_water` bytes are queued, not only when the socket is
+    /// full; and below `high_water` a frame is always admitted, whatever
+    /// its size. So a producer that stops at `Buffered` and resumes at
+    /// `drain` is never refused nor evicted for what it paced (§7 credit
+    /// may allow more than `max_backpressure`), while one that does not
+    /// stop still meets the limit.
+    pub fn with_high_water(mut self, high_water: usize) -> Self {
+        self.high_water = high_water.clamp(1, u32::MAX as usize) as u32;
+        self
+    }
+
+    fn high_water(&self) -> Option<usize> {
+        (self.high_water > 0).then_some(self.high_water as usize)
     }
 
     /// Queue `item` (`len` bytes on the wire) and wake the connection's
@@ -236,8 +264,13 @@ impl Outbound {
         // no-op (or, under the `Close` policy, an eviction) exactly when the
         // connection is behind.
         // An empty queue always takes one message, however large, so a
-        // message bigger than the limit is still deliverable to a reader.
-        if !is_close && buffered > 0 && buffered + len > self.max_backpressure() {
+        // message bigger than the limit is still deliverable to a reader;
+        // a paced queue takes one below its high-water mark.
+        let always_room = match self.high_water() {
+            Some(high_water) => buffered < high_water,
+            None => buffered == 0,
+        };
+        if !is_close && !always_room && buffered + len > self.max_backpressure() {
             if self.policy == SlowConsumerPolicy::Close {
                 state.eviction = Some(Eviction::SlowConsumer);
                 self.discard(state);
@@ -255,10 +288,19 @@ impl Outbound {
         len: usize,
         was_empty: bool,
     ) -> (SendStatus, bool) {
-        self.buffered.fetch_add(len, Ordering::AcqRel);
-        drop(state);
-        let status = if self.congested.load(Ordering::Acquire) {
+        let buffered = self.buffered.fetch_add(len, Ordering::AcqRel) + len;
+        let behind = self.congested.load(Ordering::Acquire)
+            || self
+                .high_water()
+                .is_some_and(|high_water| buffered >= high_water);
+        if behind {
+            // Under the lock: the I/O thread takes the queue under it too,
+            // so one that took this item sees the flag when it has written
+            // it, and owes the `drain` a producer may be waiting for.
             self.drain_wanted.store(true, Ordering::Release);
+        }
+        drop(state);
+        let status = if behind {
             SendStatus::Buffered
         } else {
             SendStatus::Sent
@@ -342,7 +384,12 @@ impl Outbound {
     /// the socket does not take all of it (then its unsent rest is queued).
     /// `None`: the socket is not released; queue it as usual. Otherwise the
     /// send's status, and whether the I/O thread must be woken.
-    pub fn send_direct(&self, head: &[u8], payload: &[u8], stats: &Stats) -> Option<(SendStatus, bool)> {
+    pub fn send_direct(
+        &self,
+        head: &[u8],
+        payload: &[u8],
+        stats: &Stats,
+    ) -> Option<(SendStatus, bool)> {
         let mut state = self.state.lock();
         let Writer::Direct(fd) = state.writer else {
             return None;
@@ -355,6 +402,10 @@ impl Outbound {
         if left == 0 {
             return Some((SendStatus::Sent, false));
         }
+        // The sender was told it is behind: it is owed a `drain` once the
+        // I/O thread has written the rest (a peer pauses its stream data
+        // until then).
+        self.drain_wanted.store(true, Ordering::Release);
         Some((SendStatus::Buffered, true))
     }
 
@@ -364,7 +415,13 @@ impl Outbound {
     /// Returns the bytes left for it, or `None` when nothing could be tried
     /// (an item needs the I/O thread, or there are too many to write at
     /// once); the socket is then the I/O thread's.
-    fn write_queued(&self, state: &mut State, fd: RawFd, extra: &[&[u8]], stats: &Stats) -> Option<usize> {
+    fn write_queued(
+        &self,
+        state: &mut State,
+        fd: RawFd,
+        extra: &[&[u8]],
+        stats: &Stats,
+    ) -> Option<usize> {
         let mut slices = [IoSlice::new(&[]); MAX_DIRECT_SLICES];
         let mut count = 0;
         for item in &state.items {
@@ -537,6 +594,7 @@ mod tests {
             let close = OutItem::Close {
                 code: 1000,
                 reason: String::new(),
+                go_away: true,
             };
             assert_eq!(out.enqueue(close, 0), SendStatus::Sent);
             let mut items = VecDeque::new();
@@ -644,7 +702,10 @@ mod tests {
         assert_eq!(out.send_direct(b"H", b"payload", &stats), None);
         out.release(Some(ours.as_raw_fd()));
         out.push_message(b"ab", false);
-        assert_eq!(out.send_direct(b"HH", b"payload", &stats), Some((SendStatus::Sent, false)));
+        assert_eq!(
+            out.send_direct(b"HH", b"payload", &stats),
+            Some((SendStatus::Sent, false))
+        );
         assert_eq!(out.buffered(), 0);
         let mut got = [0u8; 13];
         theirs.read_exact(&mut got).unwrap();
@@ -662,6 +723,7 @@ mod tests {
         let payload = vec![9u8; 16 << 20];
         let (status, wake) = out.send_direct(b"HEAD", &payload, &stats).unwrap();
         assert_eq!((status, wake), (SendStatus::Buffered, true));
+        assert!(out.take_drain_wanted(), "a drain is owed for the BUFFERED");
         let written = stats.bytes_out.load(Ordering::Relaxed) as usize;
         assert!(written > 4 && written < payload.len(), "{written}");
         assert_eq!(out.buffered(), payload.len() + 4 - written);
@@ -683,6 +745,31 @@ mod tests {
         assert_eq!(out.push_message(b"x", false).0, SendStatus::Closed);
         assert!(out.write_direct(&stats));
         assert_eq!(stats.bytes_out.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_paced_queue_reports_buffered_at_its_high_water_mark_and_admits_below_it() {
+        let none = WakeTarget::none;
+        let out = Outbound::new(100, SlowConsumerPolicy::Close, none()).with_high_water(40);
+        assert_eq!(out.enqueue(frame(30), 30), SendStatus::Sent);
+        // Below the mark: admitted whatever its size (30 + 90 > 100).
+        assert_eq!(out.enqueue(frame(90), 90), SendStatus::Buffered);
+        assert!(out.take_drain_wanted(), "a drain is owed");
+        // At or over it, the limit applies as usual.
+        assert_eq!(out.enqueue(frame(1), 1), SendStatus::Dropped);
+        let mut items = VecDeque::new();
+        assert_eq!(out.take(&mut items).eviction, Some(Eviction::SlowConsumer));
+
+        let out = Outbound::new(100, SlowConsumerPolicy::Close, none()).with_high_water(40);
+        assert_eq!(out.enqueue(frame(39), 39), SendStatus::Sent);
+        assert!(!out.take_drain_wanted());
+        assert_eq!(out.enqueue(frame(1), 1), SendStatus::Buffered);
+        out.written(40);
+        assert_eq!(out.enqueue(frame(10), 10), SendStatus::Sent);
+        // Without a mark (WebSocket), only an empty queue is exempt.
+        let out = Outbound::new(100, SlowConsumerPolicy::Drop, none());
+        assert_eq!(out.enqueue(frame(30), 30), SendStatus::Sent);
+        assert_eq!(out.enqueue(frame(90), 90), SendStatus::Dropped);
     }
 
     #[test]

@@ -111,14 +111,16 @@ impl Server {
         status
     }
 
-    /// Start the closing handshake of a connection.
-    pub fn end(&self, conn: u64, code: u16, reason: &str) -> bool {
+    /// Start the closing handshake of a connection. `go_away`: a protocol
+    /// connection gets a GO_AWAY first (false when JavaScript wrote it).
+    pub fn end(&self, conn: u64, code: u16, reason: &str, go_away: bool) -> bool {
         let Some(connection) = self.state.connection(conn) else {
             return false;
         };
         let item = OutItem::Close {
             code,
             reason: reason.to_owned(),
+            go_away,
         };
         connection.enqueue(item, 0) != SendStatus::Closed
     }
@@ -179,7 +181,7 @@ impl Server {
             .connections
             .read()
             .values()
-            .filter(|c| c.worker == worker)
+            .filter(|c| c.worker() == worker)
             .cloned()
             .collect();
         for connection in &victims {

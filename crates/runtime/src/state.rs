@@ -137,7 +137,7 @@ impl ServerState {
             .insert(connection.id, connection.clone());
         stats::add(&self.stats.connections_open, 1);
         stats::add(&self.stats.connections_total, 1);
-        stats::add(&self.worker_stats[connection.worker].connections_open, 1);
+        stats::add(&self.worker_stats[connection.worker()].connections_open, 1);
     }
 
     /// A connection ended: unreachable from now on, out of every channel,
@@ -147,8 +147,8 @@ impl ServerState {
         self.connections.write().remove(&connection.id);
         self.registry.write().remove_subscriber(connection.id);
         stats::sub(&self.stats.connections_open, 1);
-        stats::sub(&self.worker_stats[connection.worker].connections_open, 1);
-        self.queues[connection.worker].push(&Record::Close {
+        stats::sub(&self.worker_stats[connection.worker()].connections_open, 1);
+        self.queues[connection.worker()].push(&Record::Close {
             id: connection.id,
             code,
             reason,

@@ -6,7 +6,7 @@
  */
 
 import type { Frame, GoAwayFrame, IncomingCall, IncomingHandler, WelcomeFrame } from 'switchboard-protocol';
-import { FrameDecoder, Peer, ProtocolError, RpcError, RpcErrorCode, encodeFrame } from 'switchboard-protocol';
+import { FrameDecoder, MAX_HANDSHAKE_SIZE, Peer, ProtocolError, RpcError, RpcErrorCode, encodeFrame } from 'switchboard-protocol';
 import { chosenCodec, goAwayBytes, helloBytes, localSettings, refusalMessage, serverInfo } from './handshake.js';
 import type { ConnectData, ResolvedOptions, ServerInfo } from './options.js';
 import { ClientErrorCode } from './options.js';
@@ -59,6 +59,8 @@ export class Connection {
   /** `lastReceived` when the last ping went out: one ping per silence. */
   private pingedAt = -1;
   private goAwayFrame: GoAwayFrame | null = null;
+  /** `drain()` sent our GO_AWAY: the server may close first (§2.4), which is the end we asked for. */
+  private draining = false;
   /**
    * Pongs owed by the server, in the order the pings went out (a server
    * answers them in order): a `ping()` waiting, or null for a heartbeat's own.
@@ -73,7 +75,8 @@ export class Connection {
     private readonly hooks: ConnectionHooks,
   ) {
     this.local = localSettings(settings);
-    this.decoder = new FrameDecoder({ maxFrameSize: settings.maxFrameSize, expectPreface: true });
+    // Until the WELCOME, the handshake's own limit (docs/protocol.md §2).
+    this.decoder = new FrameDecoder({ maxFrameSize: MAX_HANDSHAKE_SIZE, expectPreface: true });
   }
 
   private get ended(): boolean {
@@ -125,6 +128,7 @@ export class Connection {
   async drain(timeoutMs: number): Promise<void> {
     const peer = this.peer;
     if (this.phase !== 'open' || peer === null) return;
+    this.draining = true;
     peer.goAway();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<void>((resolve) => {
@@ -189,7 +193,11 @@ export class Connection {
     if (this.phase === 'done') return;
     const goAway = this.goAwayFrame;
     const wasOpen = this.phase === 'open';
-    if (goAway !== null) {
+    if (this.draining && wasOpen && info.error === undefined) {
+      // The server closed once our calls were done, as the receiver of our
+      // GO_AWAY does: the close we were about to make ourselves.
+      this.end({ code: ClientErrorCode.ClientClosed, message: 'the client was closed', wasOpen });
+    } else if (goAway !== null) {
       this.end({ code: goAway.code, message: goAway.message || `the server went away (${goAway.code})`, error: info.error, wasOpen });
     } else {
       const detail = info.error?.message ?? (info.closeCode === undefined ? '' : `WebSocket close code ${info.closeCode}`);
@@ -217,6 +225,7 @@ export class Connection {
 
   private welcome(frame: WelcomeFrame): void {
     const codec = chosenCodec(frame, this.settings.codecs);
+    this.decoder.maxFrameSize = this.settings.maxFrameSize;
     const settings = this.settings;
     const peer = new Peer({
       local: this.local,

@@ -99,7 +99,8 @@ export interface NativeServerHandle {
   listenUnix(path: string, protocol: 'http' | 'rpc'): void;
   attachWorker(index: number, wake: () => void): void;
   detachWorker(index: number): void;
-  end(connection: number, code: number, reason: string): boolean;
+  /** `goAway` (default true): a protocol connection gets a GO_AWAY first; false when its peer wrote one. */
+  end(connection: number, code: number, reason: string, goAway?: boolean): boolean;
   terminate(connection: number): boolean;
   bufferedAmount(connection: number): number;
   resolveUpgrade(

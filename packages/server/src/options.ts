@@ -138,9 +138,26 @@ export interface RpcOptions {
    * Bytes queued for one protocol connection beyond which it is closed
    * (`ERR_WS_SLOW_CONSUMER`): a protocol connection never drops a frame,
    * which would corrupt the client's view of its calls. Default 16 MiB
-   * (one maximal frame).
+   * (one maximal frame). From a quarter of it the server pauses stream
+   * data until the queue drains, so a client that reads is not closed.
    */
   maxBackpressure?: number;
+  /**
+   * Streams and files one connection may have open towards its client at
+   * once (attachments of responses and of the server's own calls). A
+   * response's stream outlives its call, so `maxConcurrentCalls` does not
+   * bound them. One more is refused with `ERR_TOO_MANY_STREAMS` before
+   * anything is sent (`respond` throws it; unhandled, the call's ERROR
+   * carries it). Default 256, as HTTP/2 servers allow 100-256 concurrent
+   * streams: plenty for a client's parallel downloads, while each open
+   * stream holds its source in the worker.
+   */
+  maxOutboundStreams?: number;
+}
+
+/** The RPC options the workers apply themselves (the native core does not see them). */
+export interface RpcWorkerOptions {
+  maxOutboundStreams: number;
 }
 
 /** Defaults of the options the TypeScript layer applies itself. */
@@ -149,6 +166,7 @@ export const DEFAULTS = {
   watchdogInterval: 500,
   drainTimeout: 5000,
   rpcCodecs: ['json', 'msgpack'],
+  rpcMaxOutboundStreams: 256,
 } as const;
 
 function seconds(name: string, value: number | undefined): number | undefined {
@@ -270,6 +288,15 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   set('maxWorkerQueueBytes', count('maxWorkerQueueBytes', options.maxWorkerQueueBytes));
   out.rpc = nativeRpc(options.rpc ?? {});
   return out;
+}
+
+/** The RPC options the workers apply, validated, with their defaults. */
+export function rpcWorkerOptions(options: RpcOptions = {}): RpcWorkerOptions {
+  const streams = options.maxOutboundStreams;
+  if (streams !== undefined && (!Number.isInteger(streams) || streams < 1 || streams > 0xffff_ffff)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.maxOutboundStreams must be an integer in 1..2^32-1, got ${String(streams)}`);
+  }
+  return { maxOutboundStreams: streams ?? DEFAULTS.rpcMaxOutboundStreams };
 }
 
 function nativeRpc(options: RpcOptions): NativeRpcOptions {

@@ -11,7 +11,7 @@ import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
-import { DEFAULTS, type ServerOptions, type StaticResponse, nativeServer } from './options.js';
+import { DEFAULTS, type ServerOptions, type StaticResponse, nativeServer, rpcWorkerOptions } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 
 /** An address the server listens on. */
@@ -139,6 +139,7 @@ export class Server extends Operations {
     this.workerCount = workers;
     // Validate now rather than at listen().
     nativeServer(this.options, workers);
+    this.local.rpc.limits = rpcWorkerOptions(this.options.rpc);
   }
 
   /** Register a WebSocket route on the main thread (with `workers: 0`). */
@@ -242,6 +243,7 @@ export class Server extends Operations {
         handlerError: (error, info) => this.reportHandlerError(error, info),
         workerReplaced: (info) => this.emit('workerReplaced', info),
       },
+      this.local.rpc.limits,
     );
     const table = await this.pool.start();
     // Static routes may also be registered on the main thread.

@@ -15,7 +15,7 @@ use std::thread;
 
 use switchboard_loadgen::procfs::parse_stat_times;
 use switchboard_loadgen::sys;
-use switchboard_proto::wire::{
+use switchboard_proto::rpc::{
     accept_hello, decode, encode, encode_response_header, Frame, ServerSettings, PREFACE,
 };
 

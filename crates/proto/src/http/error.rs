@@ -182,7 +182,7 @@ mod tests {
         }
         assert_eq!(
             crate::all_error_codes().count(),
-            crate::ws::ALL_ERROR_CODES.len() + all.len() + crate::wire::ALL_ERROR_CODES.len()
+            crate::ws::ALL_ERROR_CODES.len() + all.len() + crate::rpc::ALL_ERROR_CODES.len()
         );
     }
 

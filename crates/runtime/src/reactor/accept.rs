@@ -132,8 +132,8 @@ impl Listening {
             (_, Some(_)) => Vec::new(),
             (Protocol::Http, None) => Response::failure(failure, &[]).bytes,
             (Protocol::Rpc, None) => {
-                let mut bytes = switchboard_proto::wire::PREFACE.to_vec();
-                switchboard_proto::wire::encode_go_away(
+                let mut bytes = switchboard_proto::rpc::PREFACE.to_vec();
+                switchboard_proto::rpc::encode_go_away(
                     0,
                     failure.code,
                     &failure.reason(),

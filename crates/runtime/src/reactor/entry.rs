@@ -13,8 +13,9 @@ use crate::connection::ConnectionKind;
 use crate::errors;
 use crate::events::Transport;
 use crate::handshake::{self, Decision, Response, Upgrade};
+use crate::opening::Accepted;
 use crate::outbound::OutItem;
-use crate::session::{Accepted, Session, Step};
+use crate::session::{Session, Step};
 use crate::state::{PendingUpgrade, ServerState, UpgradeDecision};
 use crate::stats;
 use crate::stream::Stream;
@@ -453,7 +454,7 @@ impl Entry {
         if readable && !self.paused && session.wants_read() {
             match read_into(&mut self.stream, session, cx) {
                 Read::Progress { filled } => {
-                    let worker = session.connection().worker;
+                    let worker = session.connection().worker();
                     let queue = &cx.server.queues[worker];
                     if queue.is_full() && queue.wait_for_room(cx.waker) {
                         self.paused = true;

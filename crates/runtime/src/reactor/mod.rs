@@ -538,7 +538,7 @@ impl Reactor {
 /// The worker of an entry's session, if it has one.
 fn entry_worker(entry: &Entry) -> Option<usize> {
     match &entry.phase {
-        entry::Phase::Session(session) => Some(session.connection().worker),
+        entry::Phase::Session(session) => Some(session.connection().worker()),
         _ => None,
     }
 }

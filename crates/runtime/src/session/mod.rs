@@ -19,7 +19,8 @@ use std::io::{self, IoSlice};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use switchboard_proto::ws::deflate::{Compressor, Decompressor, DeflateParams};
+use switchboard_proto::rpc::{MAX_HANDSHAKE_SIZE, PREFACE};
+use switchboard_proto::ws::deflate::{Compressor, Decompressor};
 use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
 
 mod rpc;
@@ -31,9 +32,11 @@ mod writes;
 #[cfg(test)]
 mod tests;
 
+use crate::config::{ServerConfig, SlowConsumerPolicy};
 use crate::connection::{Connection, ConnectionKind};
 use crate::errors::{self, Failure};
 use crate::events::{EventQueue, Record, TlsRecord, Transport, NO_ROUTE};
+use crate::opening::Accepted;
 use crate::outbound::{Eviction, OutItem, Outbound, Taken};
 use crate::state::ServerState;
 use crate::stats;
@@ -42,26 +45,6 @@ use crate::wake::WakeTarget;
 use rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use timers::Liveness;
 use writes::WriteQueue;
-
-/// A connection the handshake (or an RPC listener) let in, as the session
-/// starts it.
-pub(crate) struct Accepted {
-    pub id: u64,
-    pub worker: usize,
-    pub kind: ConnectionKind,
-    /// The WebSocket route; none for an RPC listener.
-    pub route: Option<usize>,
-    pub transport: Transport,
-    pub remote: String,
-    /// The negotiated subprotocol and extensions (WebSocket).
-    pub protocol: String,
-    pub extensions: String,
-    pub deflate: Option<DeflateParams>,
-    /// What the TLS handshake settled, when it is already done (HTTP over
-    /// TLS reads its request head after it); an RPC stream over TLS learns
-    /// it with its first bytes (see [`Session::wants_tls_info`]).
-    pub tls: Option<TlsInfo>,
-}
 
 /// Where the connection stands. One enum instead of a set of flags
 /// (`close_sent`, `close_received`, `finished_reading`, `draining`), so a
@@ -144,6 +127,18 @@ pub(crate) struct Machine {
     opening: Option<Box<Opening>>,
 }
 
+/// Queued bytes at which a protocol connection's sends report `Buffered`,
+/// so that its peer stops producing stream data until the `drain`: a
+/// quarter of `max_backpressure` (4 MiB by default). Enough to keep the
+/// socket busy while the worker hears the `drain` (the kernel's own buffer
+/// still holds data in flight), and low enough that paused stream data (a
+/// quarter, plus the chunk that crossed it: the worker sends chunks of at
+/// most 64 KiB) leaves half the limit to the frames credit does not pace.
+/// ARCHITECTURE.md ("Backpressure, end to end") has the whole argument.
+fn rpc_high_water(max_backpressure: usize) -> usize {
+    (max_backpressure / 4).max(1)
+}
+
 impl Session {
     /// Open the session: the connection becomes reachable by other threads,
     /// and a WebSocket's worker hears `OPEN` (a protocol connection's hears
@@ -165,15 +160,22 @@ impl Session {
             // lets us queue a whole window, which may pass the route's.
             Some(route) => (
                 route.max_backpressure.max(rpc.max_backpressure),
-                crate::SlowConsumerPolicy::Close,
+                SlowConsumerPolicy::Close,
             ),
-            None => (rpc.max_backpressure, crate::SlowConsumerPolicy::Close),
+            None => (rpc.max_backpressure, SlowConsumerPolicy::Close),
         };
         let connection = Arc::new(Connection {
             id: accepted.id,
-            worker: accepted.worker,
+            worker: accepted.worker as u32,
             kind,
-            outbound: Outbound::new(max_backpressure, slow_consumer, waker),
+            outbound: if kind.is_rpc() {
+                // The worker's peer pauses stream data at `Buffered` and
+                // resumes at `drain` (ARCHITECTURE.md, "Backpressure").
+                Outbound::new(max_backpressure, slow_consumer, waker)
+                    .with_high_water(rpc_high_water(max_backpressure))
+            } else {
+                Outbound::new(max_backpressure, slow_consumer, waker)
+            },
             stats: server.stats.clone(),
         });
         server.register(&connection);
@@ -207,13 +209,15 @@ impl Session {
                 Reader::WebSocket(websocket_decoder(route.map_or(0, |r| r.max_payload_length)))
             }
             // A protocol client may send any frame our WELCOME allows, and a
-            // message holds whole frames (docs/protocol.md §2).
+            // message holds whole frames, the first one its preface and a
+            // HELLO of up to the handshake limit (docs/protocol.md §2).
             ConnectionKind::RpcWebSocket => Reader::RpcWebSocket(Box::new((
                 websocket_decoder(
                     route
                         .map_or(0, |r| r.max_payload_length)
                         .max(max_frame_size + MAX_HEADER_BYTES)
-                        .max(MAX_BATCH_BYTES),
+                        .max(MAX_BATCH_BYTES)
+                        .max(PREFACE.len() + MAX_HEADER_BYTES + MAX_HANDSHAKE_SIZE),
                 ),
                 RpcReader::new(max_frame_size),
             ))),
@@ -428,13 +432,13 @@ impl Session {
 }
 
 impl Machine {
-    fn config(&self) -> &crate::ServerConfig {
+    fn config(&self) -> &ServerConfig {
         &self.server.config
     }
 
     /// The event queue of the connection's worker.
     fn queue(&self) -> &Arc<EventQueue> {
-        &self.server.queues[self.connection.worker]
+        &self.server.queues[self.connection.worker()]
     }
 
     /// Decide what the `close` event reports, unless it is decided already.
@@ -525,7 +529,17 @@ impl Machine {
                 let frame = self.compress(&payload, binary);
                 self.push_frame(frame);
             }
-            OutItem::Close { code, reason } => self.send_close(code, &reason, now),
+            OutItem::Close {
+                code,
+                reason,
+                go_away,
+            } => {
+                if go_away || !self.kind().is_rpc() {
+                    self.send_close(code, &reason, now);
+                } else {
+                    self.close_after_go_away(code, &reason, now);
+                }
+            }
         }
     }
 
@@ -566,7 +580,13 @@ impl Machine {
             return;
         }
         if self.kind().is_rpc() {
-            let rpc_code = reason.split(':').next().filter(|c| c.starts_with("ERR_"));
+            // Only a code the protocol allows (§3: printable ASCII) goes on
+            // the wire; a reason that does not start with one gets the
+            // generic code.
+            let rpc_code = reason
+                .split(':')
+                .next()
+                .filter(|c| c.starts_with("ERR_") && switchboard_proto::rpc::is_code(c));
             self.push_go_away(rpc_code.unwrap_or(errors::GOING_AWAY.code), reason);
             if self.kind() == ConnectionKind::RpcStream {
                 self.last_frame_queued(code, reason, now);
@@ -574,6 +594,20 @@ impl Machine {
             }
         }
         self.close_websocket(code, reason, now);
+    }
+
+    /// Close a protocol connection whose GO_AWAY JavaScript's peer already
+    /// queued (a violation it found): a second one would tell the client
+    /// two different last call ids.
+    fn close_after_go_away(&mut self, code: u16, reason: &str, now: Instant) {
+        if self.is_closing() {
+            return;
+        }
+        if self.kind() == ConnectionKind::RpcStream {
+            self.last_frame_queued(code, reason, now);
+        } else {
+            self.close_websocket(code, reason, now);
+        }
     }
 
     /// A protocol stream's last frame (a GO_AWAY) is queued: nothing more is
@@ -641,7 +675,7 @@ impl Machine {
     fn count_message_in(&self) {
         stats::add(&self.server.stats.messages_in, 1);
         stats::add(
-            &self.server.worker_stats[self.connection.worker].messages_in,
+            &self.server.worker_stats[self.connection.worker()].messages_in,
             1,
         );
     }

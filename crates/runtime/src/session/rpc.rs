@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use switchboard_proto::wire::{self, WireError};
+use switchboard_proto::rpc::{self, ProtocolError};
 
 use super::rpc_reader::RpcEvent;
 use super::{Machine, Phase};
@@ -26,7 +26,7 @@ fn random_seed() -> [u8; 16] {
 }
 
 impl Machine {
-    pub(super) fn on_rpc(&mut self, event: RpcEvent<'_>) -> Result<(), WireError> {
+    pub(super) fn on_rpc(&mut self, event: RpcEvent<'_>) -> Result<(), ProtocolError> {
         match event {
             RpcEvent::Frame { raw, last_call_id } => {
                 self.peer_last_call_id = last_call_id;
@@ -43,7 +43,7 @@ impl Machine {
                 if !self.is_closing() {
                     // As for WebSocket pings: one pong owed at most.
                     let mut pong = Vec::with_capacity(3);
-                    wire::encode_heartbeat(true, &mut pong);
+                    rpc::encode_heartbeat(true, &mut pong);
                     let pong = self.frame_rpc(&pong);
                     self.writes.push_pong(pong, &self.connection.outbound);
                 }
@@ -53,13 +53,13 @@ impl Machine {
         Ok(())
     }
 
-    fn on_hello(&mut self, hello: &wire::Hello<'_>, raw: &[u8]) -> Result<(), WireError> {
-        let welcome = wire::accept_hello(hello, &self.config().rpc.settings, random_seed())?;
+    fn on_hello(&mut self, hello: &rpc::Hello<'_>, raw: &[u8]) -> Result<(), ProtocolError> {
+        let welcome = rpc::accept_hello(hello, &self.config().rpc.settings, random_seed())?;
         let mut reply = Vec::with_capacity(64);
         // Our first bytes start with our preface, like theirs (on a
         // WebSocket, in our first message).
-        reply.extend_from_slice(wire::PREFACE);
-        wire::encode(&welcome.frame(), &mut reply);
+        reply.extend_from_slice(rpc::PREFACE);
+        rpc::encode(&welcome.frame(), &mut reply);
         let frame = self.frame_rpc(&reply);
         self.push_frame(frame);
         if matches!(self.phase, Phase::Handshake { .. }) {
@@ -82,7 +82,7 @@ impl Machine {
             remote,
             tls: tls.map(TlsRecord::from),
             hello: raw,
-            welcome: &reply[wire::PREFACE.len()..],
+            welcome: &reply[rpc::PREFACE.len()..],
         });
         Ok(())
     }
@@ -96,7 +96,7 @@ impl Machine {
     }
 
     /// The peer broke the protocol: tell it why in a GO_AWAY, then close.
-    pub(super) fn rpc_failed(&mut self, error: WireError, now: Instant) {
+    pub(super) fn rpc_failed(&mut self, error: ProtocolError, now: Instant) {
         stats::add(&self.server.stats.protocol_errors, 1);
         if !self.is_closing() {
             // What was queued is dropped (as `fail` does); the GO_AWAY says why.
@@ -121,9 +121,9 @@ impl Machine {
             if code == "ERR_PROTOCOL_PREFACE" {
                 return;
             }
-            frame.extend_from_slice(wire::PREFACE);
+            frame.extend_from_slice(rpc::PREFACE);
         }
-        wire::encode_go_away(self.peer_last_call_id, code, message, &mut frame);
+        rpc::encode_go_away(self.peer_last_call_id, code, message, &mut frame);
         let frame = self.frame_rpc(&frame);
         self.push_frame(frame);
     }

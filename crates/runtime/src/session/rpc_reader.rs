@@ -16,14 +16,10 @@
 //! announcement alone reserves little), and that buffer is what reaches
 //! the worker: its bytes are copied once, from the read buffer.
 
-use switchboard_proto::wire::{
-    decode, decode_preface, peek_header, Frame, Hello, SequenceCheck, WireError, PREFACE,
+use switchboard_proto::rpc::{
+    decode, decode_preface, peek_header, Frame, Hello, ProtocolError, SequenceCheck,
+    MAX_HANDSHAKE_SIZE, PREFACE,
 };
-
-/// Largest HELLO we accept, whatever `maxFrameSize` says: it arrives before
-/// the client has proven anything, so it gets a small budget (connect data
-/// is a token, not a payload).
-const MAX_HELLO_BYTES: usize = 64 * 1024;
 
 /// The longest frame header (type, descriptor, 6-byte length).
 pub(crate) const MAX_HEADER_BYTES: usize = 8;
@@ -98,8 +94,8 @@ impl RpcReader {
     pub(crate) fn feed(
         &mut self,
         mut input: &[u8],
-        on: &mut dyn FnMut(RpcEvent<'_>) -> Result<(), WireError>,
-    ) -> Result<(), WireError> {
+        on: &mut dyn FnMut(RpcEvent<'_>) -> Result<(), ProtocolError>,
+    ) -> Result<(), ProtocolError> {
         while !self.partial.is_empty() || self.phase == Phase::Preface {
             if input.is_empty() {
                 return Ok(());
@@ -149,7 +145,7 @@ impl RpcReader {
     /// `process` would and return the peer's last call id; `None` when it
     /// is not (yet) one whole frame. Only called for large frames, so never
     /// for a heartbeat (its body must be empty).
-    fn check_whole_frame(&mut self, pending: &[u8]) -> Result<Option<u64>, WireError> {
+    fn check_whole_frame(&mut self, pending: &[u8]) -> Result<Option<u64>, ProtocolError> {
         match decode(pending, self.limit())? {
             Some((frame, size)) if size == pending.len() => {
                 self.check.check(&frame)?;
@@ -161,7 +157,7 @@ impl RpcReader {
 
     /// How many more bytes the pending data needs before it can be parsed
     /// further (at least 1).
-    fn bytes_needed(&self) -> Result<usize, WireError> {
+    fn bytes_needed(&self) -> Result<usize, ProtocolError> {
         if self.phase == Phase::Preface {
             return Ok(PREFACE.len() - self.partial.len());
         }
@@ -174,7 +170,9 @@ impl RpcReader {
     fn limit(&self) -> usize {
         match self.phase {
             Phase::Open => self.max_frame_size,
-            _ => MAX_HELLO_BYTES.min(self.max_frame_size),
+            // The client cannot know our maxFrameSize yet: the handshake's
+            // own fixed limit applies (docs/protocol.md §2), above or below.
+            _ => MAX_HANDSHAKE_SIZE,
         }
     }
 
@@ -183,8 +181,8 @@ impl RpcReader {
     fn process(
         &mut self,
         buf: &[u8],
-        on: &mut dyn FnMut(RpcEvent<'_>) -> Result<(), WireError>,
-    ) -> Result<usize, WireError> {
+        on: &mut dyn FnMut(RpcEvent<'_>) -> Result<(), ProtocolError>,
+    ) -> Result<usize, ProtocolError> {
         let mut used = 0;
         if self.phase == Phase::Preface {
             match decode_preface(buf)? {
@@ -204,7 +202,7 @@ impl RpcReader {
                         self.phase = Phase::Open;
                         on(RpcEvent::Hello { hello, raw })?;
                     }
-                    _ => return Err(WireError::Handshake("the first frame is not HELLO")),
+                    _ => return Err(ProtocolError::Handshake("the first frame is not HELLO")),
                 },
                 _ => {
                     self.check.check(&frame)?;
@@ -227,13 +225,13 @@ impl RpcReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchboard_proto::wire::{encode, encode_heartbeat, Settings};
+    use switchboard_proto::rpc::{encode, encode_heartbeat, Settings};
 
     fn hello_bytes() -> Vec<u8> {
         let mut out = PREFACE.to_vec();
         let hello = Hello {
             settings: Settings {
-                seed: switchboard_proto::wire::uuid::seed_from_random([7; 16]),
+                seed: switchboard_proto::rpc::uuid::seed_from_random([7; 16]),
                 max_frame_size: 4096,
                 initial_window: 4096,
                 max_concurrent_calls: 8,
@@ -249,7 +247,11 @@ mod tests {
 
     /// Frames as the reader reports them: "hello", "ping", or the hex of a
     /// delivered frame.
-    fn run(reader: &mut RpcReader, input: &[u8], chunk: usize) -> Result<Vec<String>, WireError> {
+    fn run(
+        reader: &mut RpcReader,
+        input: &[u8],
+        chunk: usize,
+    ) -> Result<Vec<String>, ProtocolError> {
         let mut seen = Vec::new();
         for piece in input.chunks(chunk) {
             reader.feed(piece, &mut |event| {
@@ -376,6 +378,42 @@ mod tests {
         encode_heartbeat(false, &mut input);
         let error = run(&mut RpcReader::new(1 << 20), &input, 3).unwrap_err();
         assert_eq!(error.code(), "ERR_PROTOCOL_HANDSHAKE");
+    }
+
+    #[test]
+    fn a_hello_is_limited_by_the_handshake_limit_not_by_max_frame_size() {
+        let hello = |data_len: usize| {
+            let mut out = PREFACE.to_vec();
+            let hello = Hello {
+                settings: Settings {
+                    seed: switchboard_proto::rpc::uuid::seed_from_random([7; 16]),
+                    max_frame_size: 4096,
+                    initial_window: 4096,
+                    max_concurrent_calls: 8,
+                    heartbeat_ms: 0,
+                    features: 7,
+                },
+                codecs: vec!["raw"],
+                data: &vec![b't'; data_len],
+            };
+            encode(&Frame::Hello(hello), &mut out);
+            out
+        };
+        // Body: 36 bytes of settings, the codec list (1 + 1 + 3), the data.
+        let fits = hello(MAX_HANDSHAKE_SIZE - 41);
+        let mut reader = RpcReader::new(4096);
+        let mut opened = false;
+        reader
+            .feed(&fits, &mut |event| {
+                opened |= matches!(event, RpcEvent::Hello { .. });
+                Ok(())
+            })
+            .unwrap();
+        assert!(opened, "a 64 KiB HELLO passes a 4 KiB maxFrameSize");
+        let error = RpcReader::new(16 << 20)
+            .feed(&hello(MAX_HANDSHAKE_SIZE - 40)[..12], &mut |_| Ok(()))
+            .unwrap_err();
+        assert_eq!(error.code(), "ERR_PROTOCOL_FRAME_TOO_LARGE");
     }
 
     #[test]

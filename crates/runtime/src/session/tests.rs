@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use switchboard_proto::wire::{self, Frame, Hello, Settings};
+use switchboard_proto::rpc::{self, Frame, Hello, Settings};
 use switchboard_proto::ws::encoder::{close_payload, frame};
 use switchboard_proto::ws::{Decoder, DecoderConfig, Event, Flow, OpCode, Role};
 
@@ -232,6 +232,7 @@ fn we_close_and_wait_for_the_peers_close_frame_until_the_close_timeout() {
         OutItem::Close {
             code: 4001,
             reason: "done".into(),
+            go_away: true,
         },
         0,
     );
@@ -262,6 +263,7 @@ fn the_peers_answer_completes_our_close() {
         OutItem::Close {
             code: 1000,
             reason: String::new(),
+            go_away: true,
         },
         0,
     );
@@ -425,6 +427,7 @@ fn a_close_behind_a_slow_reader_waits_as_long_as_the_reader_makes_progress() {
         OutItem::Close {
             code: 1000,
             reason: String::new(),
+            go_away: true,
         },
         0,
     );
@@ -478,11 +481,11 @@ fn shutdown_closes_a_websocket_with_1001() {
 }
 
 fn hello(max_frame_size: u32) -> Vec<u8> {
-    let mut out = wire::PREFACE.to_vec();
-    wire::encode(
+    let mut out = rpc::PREFACE.to_vec();
+    rpc::encode(
         &Frame::Hello(Hello {
             settings: Settings {
-                seed: wire::uuid::seed_from_random([7; 16]),
+                seed: rpc::uuid::seed_from_random([7; 16]),
                 max_frame_size,
                 initial_window: 4096,
                 max_concurrent_calls: 8,
@@ -500,11 +503,11 @@ fn hello(max_frame_size: u32) -> Vec<u8> {
 /// The protocol frames written (after the preface), by type.
 fn rpc_frames(mut wire_bytes: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
-    if wire_bytes.starts_with(wire::PREFACE) {
+    if wire_bytes.starts_with(rpc::PREFACE) {
         out.push("preface".to_owned());
-        wire_bytes = &wire_bytes[wire::PREFACE.len()..];
+        wire_bytes = &wire_bytes[rpc::PREFACE.len()..];
     }
-    while let Some((frame, size)) = wire::decode(wire_bytes, 1 << 24).unwrap() {
+    while let Some((frame, size)) = rpc::decode(wire_bytes, 1 << 24).unwrap() {
         out.push(match frame {
             Frame::Welcome(_) => "welcome".to_owned(),
             Frame::Heartbeat { pong } => format!("heartbeat pong={pong}"),
@@ -530,7 +533,7 @@ fn a_protocol_stream_answers_its_hello_and_opens_for_the_worker() {
 #[test]
 fn a_protocol_stream_that_does_not_say_hello_in_time_gets_a_go_away() {
     let mut h = rpc_stream();
-    h.feed(&wire::PREFACE[..2], 1);
+    h.feed(&rpc::PREFACE[..2], 1);
     let deadline = h.session.next_deadline().unwrap();
     assert_eq!(deadline, h.at(0) + Duration::from_secs(10));
     assert_eq!(h.session.on_deadline(deadline), Step::Continue);
@@ -553,7 +556,7 @@ fn a_protocol_ping_flood_from_a_client_that_does_not_read_stays_under_the_limit(
     h.room = 0;
     let mut pings = Vec::new();
     for _ in 0..10_000 {
-        wire::encode_heartbeat(false, &mut pings);
+        rpc::encode_heartbeat(false, &mut pings);
     }
     h.feed(&pings, 2);
     h.flush();

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use switchboard_proto::wire;
+use switchboard_proto::rpc;
 use switchboard_proto::ws::OpCode;
 
 use super::{Machine, Phase, Step};
@@ -82,7 +82,7 @@ impl Machine {
             self.liveness.ping_sent = true;
             let ping = if self.kind() == ConnectionKind::RpcStream {
                 let mut ping = Vec::with_capacity(3);
-                wire::encode_heartbeat(false, &mut ping);
+                rpc::encode_heartbeat(false, &mut ping);
                 bytes::Bytes::from(ping)
             } else {
                 framing::frame_control(OpCode::Ping, &[])

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use bytes::Bytes;
-use switchboard_proto::wire::WireError;
+use switchboard_proto::rpc::ProtocolError;
 use switchboard_proto::ws::encoder::close_payload;
 use switchboard_proto::ws::{Event, Flow, OpCode};
 
@@ -42,7 +42,7 @@ impl Machine {
                         if reader.at_boundary() {
                             Ok(())
                         } else {
-                            Err(WireError::Malformed(
+                            Err(ProtocolError::Malformed(
                                 "a WebSocket message ended inside a frame",
                             ))
                         }

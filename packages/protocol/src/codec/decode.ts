@@ -296,7 +296,7 @@ export function decodeBody(bytes: Uint8Array, offset: number, size: number): Fra
 /**
  * HELLO / WELCOME. The value rules of §4 (ERR_PROTOCOL_HANDSHAKE) are
  * checked as soon as the fixed settings are read, before the codec names,
- * in the same order as the Rust codec (crates/proto/src/wire/decode.rs), so
+ * in the same order as the Rust codec (crates/proto/src/rpc/decode.rs), so
  * both report the same code for a frame that breaks rules of both kinds.
  */
 function decodeHandshake(bytes: Uint8Array, type: number, p: number, end: number): Frame {
@@ -333,9 +333,8 @@ function decodeHandshake(bytes: Uint8Array, type: number, p: number, end: number
 }
 
 /**
- * A code or codec name: u8 length, then 1–255 ASCII bytes. The spec states
- * "1–255" for ERROR's code only; the Rust codec applies it to every code
- * (an empty code names nothing), and so do we, to agree with it.
+ * A code or codec name: u8 length, then 1–255 printable ASCII bytes
+ * (0x21–0x7E, docs/protocol.md §3), everywhere a code appears.
  * The caller advances by 1 + the string's length (ASCII: one unit a byte).
  */
 function readCode(bytes: Uint8Array, p: number, end: number, what: string): string {

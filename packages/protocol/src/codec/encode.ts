@@ -9,11 +9,12 @@
  * a second time.
  *
  * The encoder refuses what the decoder would reject as malformed (an
- * empty action, a zero credit, empty or non-ASCII codes, fields too long
- * for their length prefix): a bug in the sender surfaces as a RangeError at its
- * source instead of as the peer closing the connection. It does encode
- * values that are wrong only in context (call id 0, a handshake with a
- * small maxFrameSize): the stateful and handshake checks own those.
+ * empty action, a zero credit, codes that are empty or not printable
+ * ASCII, fields too long for their length prefix): a bug in the sender
+ * surfaces as a RangeError at its source instead of as the peer closing
+ * the connection. It does encode values that are wrong only in context
+ * (call id 0, a handshake with a small maxFrameSize): the stateful and
+ * handshake checks own those.
  */
 
 import type { Frame, Settings } from './frames.js';
@@ -179,10 +180,10 @@ function bodyLength(frame: Frame): number {
   }
 }
 
-/** An ASCII code behind a u8 length: 1–255 bytes (see readCode in decode.ts). */
+/** A printable ASCII code behind a u8 length: 1–255 bytes (see readCode in decode.ts). */
 function codeLength(code: string, what: string): number {
   const length = asciiLength(code, what);
-  if (length < 1 || length > U8) throw new RangeError(`${what} is 1…255 ASCII bytes, got ${length}`);
+  if (length < 1 || length > U8) throw new RangeError(`${what} is 1…255 printable ASCII bytes, got ${length}`);
   return length;
 }
 

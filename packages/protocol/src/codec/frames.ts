@@ -187,3 +187,8 @@ export type Frame =
 export const MAX_INTEGER = 2 ** 48 - 1;
 /** Smallest `maxFrameSize` and `initialWindow` a handshake may announce. */
 export const MIN_FRAME_SIZE = 1024;
+/**
+ * Largest body of a HELLO or WELCOME, whatever either side's `maxFrameSize`
+ * (docs/protocol.md §2): it is read before the limits are known.
+ */
+export const MAX_HANDSHAKE_SIZE = 64 * 1024;

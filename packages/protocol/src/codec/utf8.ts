@@ -1,6 +1,6 @@
 /**
- * Strings in frames: UTF-8 (actions, messages, file names) and ASCII
- * (codes, codec names), docs/protocol.md §3.
+ * Strings in frames: UTF-8 (actions, messages, file names) and printable
+ * ASCII, bytes 0x21–0x7E (codes, codec names), docs/protocol.md §3.
  *
  * Encoding writes short strings by hand: for the few bytes of an action
  * name that is several times faster than `TextEncoder.encodeInto`, which
@@ -87,15 +87,20 @@ export function writeUtf8(s: string, bytes: Uint8Array, pos: number): number {
   return p;
 }
 
-/** Encoder-side: the length of an ASCII field, or a RangeError naming it. */
+/** A printable ASCII byte (or UTF-16 unit): 0x21–0x7E, no space, no control character. */
+function isPrintable(c: number): boolean {
+  return c >= 0x21 && c <= 0x7e;
+}
+
+/** Encoder-side: the length of a printable ASCII field, or a RangeError naming it. */
 export function asciiLength(s: string, what: string): number {
   for (let i = 0; i < s.length; i++) {
-    if (s.charCodeAt(i) > 0x7f) throw new RangeError(`${what} must be ASCII: ${JSON.stringify(s)}`);
+    if (!isPrintable(s.charCodeAt(i))) throw new RangeError(`${what} must be printable ASCII (0x21-0x7E): ${JSON.stringify(s)}`);
   }
   return s.length;
 }
 
-/** Writes an ASCII string (checked by `asciiLength`). Returns the position after it. */
+/** Writes a printable ASCII string (checked by `asciiLength`). Returns the position after it. */
 export function writeAscii(s: string, bytes: Uint8Array, pos: number): number {
   for (let i = 0; i < s.length; i++) bytes[pos + i] = s.charCodeAt(i);
   return pos + s.length;
@@ -108,7 +113,7 @@ export function readUtf8(bytes: Uint8Array, start: number, end: number, what: st
   return decode(bytes, start, end, what);
 }
 
-/** Decodes ASCII bytes [start, end); a byte above 0x7f is ERR_PROTOCOL_MALFORMED. */
+/** Decodes printable ASCII bytes [start, end); any byte outside 0x21–0x7E is ERR_PROTOCOL_MALFORMED. */
 export function readAscii(bytes: Uint8Array, start: number, end: number, what: string): string {
   if (start === end) return '';
   if (end - start <= MAX_INTERNED) return intern(bytes, start, end, true, what);
@@ -126,7 +131,7 @@ function decode(bytes: Uint8Array, start: number, end: number, what: string): st
 
 function checkAscii(bytes: Uint8Array, start: number, end: number, what: string): void {
   for (let i = start; i < end; i++) {
-    if (bytes[i]! > 0x7f) throw malformed(`${what} is not ASCII`);
+    if (!isPrintable(bytes[i]!)) throw malformed(`${what} is not printable ASCII`);
   }
 }
 
@@ -142,13 +147,15 @@ const internedStrings: string[] = new Array<string>(SLOTS).fill('');
 function intern(bytes: Uint8Array, start: number, end: number, ascii: boolean, what: string): string {
   let hash = 0x811c9dc5;
   let high = 0;
+  let printable = true;
   for (let i = start; i < end; i++) {
     const b = bytes[i]!;
     high |= b;
+    printable &&= isPrintable(b);
     hash = Math.imul(hash ^ b, 0x01000193);
   }
   // Checked before the lookup: a cached UTF-8 string may hold such bytes.
-  if (ascii && high > 0x7f) throw malformed(`${what} is not ASCII`);
+  if (ascii && !printable) throw malformed(`${what} is not printable ASCII`);
   const slot = (hash ^ (hash >>> 16)) & (SLOTS - 1);
   const cached = internedBytes[slot]!;
   const length = end - start;

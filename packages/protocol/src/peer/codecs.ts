@@ -4,7 +4,9 @@
  * always spoken, `json` and `msgpack` are standard).
  *
  * Every built-in codec maps `undefined` to an empty payload and an empty
- * payload back to `undefined`, so "no payload" costs no byte.
+ * payload back to `undefined`, so "no payload" costs no byte: the spec's
+ * rule that zero bytes is *no value*, distinct from `null`
+ * (docs/protocol.md §4 Payloads, vectors in spec/wire/payloads.json).
  */
 
 import { Packr } from 'msgpackr';

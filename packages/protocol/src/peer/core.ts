@@ -21,7 +21,14 @@ export interface PeerCore {
   readonly closed: boolean;
   /** Either side sent GO_AWAY. */
   readonly goingAway: boolean;
+  /** The other side sent GO_AWAY: it may start no call after it. */
+  readonly goAwayReceived: boolean;
   send(frame: Frame): void;
+  /**
+   * Throws an RpcError `ERR_TOO_MANY_STREAMS` when `count` more streams
+   * would pass `maxOutboundStreams`; `count` 0 never throws.
+   */
+  checkOutboundStreams(count: number): void;
   /** Sends the STREAM_OPENs of a message or response just sent, then starts their data. */
   openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[];
   /** Something finished: resolve `whenIdle()` waiters if nothing is left. */

@@ -5,10 +5,11 @@
  */
 
 import type { MessageFrame } from '../codec/index.js';
+import { ProtocolError } from '../codec/index.js';
 import type { PeerCore } from './core.js';
 import { RpcError, RpcErrorCode } from './errors.js';
 import type { PlannedAttachment } from './files.js';
-import { attachmentsOf, planAttachments } from './files.js';
+import { attachmentsOf, planAttachments, releaseSources } from './files.js';
 import type { IncomingHandler, ReplyFrame, ReplyHost } from './incoming.js';
 import { ReceivedCall, replyWithError, replyWithValue } from './incoming.js';
 import type { InboundStream } from './streams.js';
@@ -21,7 +22,15 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 export class Dispatcher {
   handler: IncomingHandler | null;
+  /**
+   * The highest call id of the other side's messages given to `dispatch`
+   * (complete, attachments in): the `last call id` of our GO_AWAY. A
+   * message still waiting for its STREAM_OPENs is not counted: it is never
+   * dispatched if the connection ends first (docs/protocol.md §2.4).
+   */
   lastReceivedCallId = 0;
+  /** The highest call id the other side used so far, attachments in or not. */
+  highestCallId = 0;
   /** Unnumbered one-way messages (call id 0) received so far. */
   private unnumberedReceived = 0;
   /** The last call id announced in our GO_AWAY, or null. */
@@ -38,7 +47,16 @@ export class Dispatcher {
     this.replyHost = {
       codec: core.codec,
       maxFrameSize: core.remote.maxFrameSize,
-      plan: (options) => planAttachments(options, core.features, core.remote.maxFrameSize),
+      plan: (options) => {
+        const planned = planAttachments(options, core.features, core.remote.maxFrameSize);
+        try {
+          core.checkOutboundStreams(planned.length);
+        } catch (error) {
+          releaseSources(options, error as Error); // writers given with the response will never be sent
+          throw error;
+        }
+        return planned;
+      },
       reply: (call, frame, planned, final) => this.reply(call, frame, planned, final),
     };
   }
@@ -54,9 +72,22 @@ export class Dispatcher {
   /** A MESSAGE, with its attachments once their STREAM_OPENs are in. */
   dispatch(frame: MessageFrame, streams: readonly InboundStream[]): void {
     const handler = this.handler;
+    // An unnumbered broadcast (call id 0) is not in the call id order.
+    if (frame.callId !== 0) this.lastReceivedCallId = frame.callId;
     if (this.goAwayLastId !== null && frame.callId !== 0 && frame.callId > this.goAwayLastId) {
       // Not processed: the caller fails it with ERR_GOING_AWAY on our GO_AWAY.
       for (const stream of streams) stream.stopWith(RpcErrorCode.GoingAway, null);
+      return;
+    }
+    if (this.core.goAwayReceived && frame.callId !== 0) {
+      // The other side said it is going away, then started a call anyway
+      // (docs/protocol.md §2.4): not dispatched. A call is refused with an
+      // ERROR, not a connection error: calls in flight are finishing.
+      for (const stream of streams) stream.stopWith(RpcErrorCode.GoingAway, null);
+      if (frame.expectsReply) {
+        this.responsesSent += 1;
+        this.core.send({ type: 'error', callId: frame.callId, code: RpcErrorCode.GoingAway, message: 'a call after your GO_AWAY', details: EMPTY });
+      }
       return;
     }
     if (handler === null || (frame.expectsReply && this.calls.size >= this.core.local.maxConcurrentCalls)) {
@@ -78,8 +109,15 @@ export class Dispatcher {
     this.run(handler, call);
   }
 
-  /** CANCEL from the caller. */
+  /**
+   * CANCEL from the caller. A call that is over (or a one-way message) is
+   * the expected race and ignored; an id the caller never used is a
+   * violation (docs/protocol.md §4 CANCEL).
+   */
   cancel(callId: number): void {
+    if (callId === 0 || callId > this.highestCallId) {
+      throw new ProtocolError('ERR_PROTOCOL_CALL_ID', `CANCEL of call ${callId}, an id the peer never used (last: ${this.highestCallId})`);
+    }
     const call = this.calls.get(callId);
     if (call === undefined) return;
     this.calls.delete(callId);

@@ -15,6 +15,8 @@ export const RpcErrorCode = {
   GoingAway: 'ERR_GOING_AWAY',
   /** The receiver runs `maxConcurrentCalls` calls already (or accepts none). */
   TooManyCalls: 'ERR_TOO_MANY_CALLS',
+  /** This side has `maxOutboundStreams` streams open to the other already. */
+  TooManyStreams: 'ERR_TOO_MANY_STREAMS',
   /** No handler for the action. */
   NotImplemented: 'ERR_NOT_IMPLEMENTED',
   /** A handler threw something that is not an error with a code. */
@@ -53,6 +55,8 @@ export const RPC_ERROR_DESCRIPTIONS: Readonly<Record<string, string>> = {
   ERR_CANCELLED: 'The caller cancelled the call (AbortSignal, breaking out of `callMany`).',
   ERR_GOING_AWAY: 'A side sent GO_AWAY: no new calls; calls it did not process are retryable.',
   ERR_TOO_MANY_CALLS: 'The receiver runs `maxConcurrentCalls` calls already (or accepts none).',
+  ERR_TOO_MANY_STREAMS:
+    'A response or call would open more streams towards the other side than its connection allows at once (`rpc.maxOutboundStreams` on the server); nothing was sent.',
   ERR_NOT_IMPLEMENTED: 'No handler for the action.',
   ERR_HANDLER_FAILED: 'A handler threw something that is not an error with a code.',
   ERR_STREAM_STOPPED: 'The receiver of a stream sent STOP.',

@@ -67,6 +67,7 @@ export class CallTable {
       bytes = encode(core, payload);
     }
     const planned = planAttachments(options, core.features, core.remote.maxFrameSize);
+    core.checkOutboundStreams(planned.length);
     // MESSAGE body: call id (≤ 6), uuid, attachment count, action length, action, payload.
     const size = 6 + (uuid === null ? 0 : 16) + (planned.length > 0 ? 1 : 0) + 1 + actionBytes + bytes.length;
     if (size > core.remote.maxFrameSize) {
@@ -215,6 +216,15 @@ export class CallTable {
   }
 
   private send(call: OutgoingCall): void {
+    if (call.state === 'queued' && call.planned.length > 0) {
+      // It waited for a slot: streams opened meanwhile may leave no room.
+      try {
+        this.core.checkOutboundStreams(call.planned.length);
+      } catch (error) {
+        this.settle(call).fail(error as Error);
+        return;
+      }
+    }
     const callId = ++this.lastCallId;
     call.id = callId;
     call.state = 'sent';

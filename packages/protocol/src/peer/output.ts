@@ -13,6 +13,12 @@
  * cost of a client sending one. Chunks from iterables and `StreamWriter`s
  * are always copied: `write` resolves once a chunk is sent, and callers
  * reuse their chunk buffers after that.
+ *
+ * Pacing: a transport whose `write` returns `false` has passed its own
+ * high-water mark. Stream data then waits (`paused`, `whenWritable`) until
+ * the transport says it drained (`resume`); other frames still go out
+ * (they are what credit does not cover, and a peer that stopped answering
+ * calls would be worse than one that queues a few replies).
  */
 
 import type { Frame } from '../codec/index.js';
@@ -32,17 +38,37 @@ export class FrameOutput {
   private size = 0;
   private scheduled = false;
   private closed = false;
+  /** The transport's last write said its queue is full; stream data waits for `resume`. */
+  private full = false;
+  private writableWaiters: (() => void)[] = [];
   private readonly flushTask = (): void => {
     this.scheduled = false;
     this.flush();
   };
 
   constructor(
-    private readonly sink: (bytes: Uint8Array) => void,
+    private readonly sink: (bytes: Uint8Array) => void | boolean,
     private readonly batch: boolean,
     private readonly onWriteError: (error: unknown) => void,
-    private readonly sinkParts?: (parts: readonly Uint8Array[]) => void,
+    private readonly sinkParts?: (parts: readonly Uint8Array[]) => void | boolean,
   ) {}
+
+  /** Stream data should wait: the transport's queue is over its high-water mark. */
+  get paused(): boolean {
+    return this.full;
+  }
+
+  /** Resolves once stream data may flow (at once when it may; also when the output closes). */
+  whenWritable(): Promise<void> {
+    if (!this.full || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.writableWaiters.push(resolve));
+  }
+
+  /** The transport drained: stream data flows again. */
+  resume(): void {
+    this.full = false;
+    this.wakeWriters();
+  }
 
   /** `tailByReference`: a stream chunk that may be written by reference (see above). */
   send(frame: Frame, tailByReference = false): void {
@@ -98,12 +124,20 @@ export class FrameOutput {
     this.closed = true;
     this.parts = [];
     this.size = 0;
+    this.wakeWriters();
+  }
+
+  private wakeWriters(): void {
+    const waiters = this.writableWaiters;
+    if (waiters.length === 0) return;
+    this.writableWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   private writeParts(parts: readonly Uint8Array[]): void {
     if (this.closed) return;
     try {
-      this.sinkParts!(parts);
+      if (this.sinkParts!(parts) === false) this.full = true;
     } catch (error) {
       this.onWriteError(error);
     }
@@ -112,7 +146,7 @@ export class FrameOutput {
   private write(bytes: Uint8Array): void {
     if (this.closed) return;
     try {
-      this.sink(bytes);
+      if (this.sink(bytes) === false) this.full = true;
     } catch (error) {
       this.onWriteError(error);
     }

@@ -105,10 +105,13 @@ export class Peer {
   readonly features: number;
   private readonly options: PeerOptions;
   private readonly out: FrameOutput;
-  private readonly sequence = new SequenceCheck();
+  /** Also refuses frames of features not in effect (ERR_PROTOCOL_FEATURE, docs/protocol.md §4). */
+  private readonly sequence: SequenceCheck;
   private readonly calls: CallTable;
   private readonly dispatcher: Dispatcher;
   private lastStreamId = 0;
+  /** The largest STREAM_DATA frame body we send: the other side's maxFrameSize, or less (`maxStreamChunk`). */
+  private readonly maxChunkFrame: number;
   private readonly inbound = new Map<number, InboundStream>();
   private readonly outbound = new Map<number, OutboundStream>();
   private collecting: Collecting | null = null;
@@ -131,6 +134,10 @@ export class Peer {
     this.remote = options.remote;
     this.codec = options.codec;
     this.features = options.local.features & options.remote.features;
+    this.sequence = new SequenceCheck(this.features);
+    const chunk = options.maxStreamChunk;
+    // A frame body holds the stream id (≤ 6 bytes) and at least one data byte.
+    this.maxChunkFrame = chunk === undefined ? options.remote.maxFrameSize : Math.min(options.remote.maxFrameSize, Math.max(7, chunk + 6));
     this.out = new FrameOutput(options.write, options.batchWrites ?? true, (error) => this.close(error), options.writeParts);
     const peer = this;
     const core: PeerCore = {
@@ -146,8 +153,12 @@ export class Peer {
       get goingAway() {
         return peer.isGoingAway;
       },
+      get goAwayReceived() {
+        return peer.goAwayReceived;
+      },
       send: (frame) => this.out.send(frame),
       openStreams: (planned) => this.openStreams(planned),
+      checkOutboundStreams: (count) => this.checkOutboundStreams(count),
       checkIdle: () => this.checkIdle(),
     };
     this.calls = new CallTable(core);
@@ -232,8 +243,8 @@ export class Peer {
       this.sequence.check(frame);
       switch (frame.type) {
         case 'message':
-          // An unnumbered broadcast (call id 0) is not in the call id order.
-          if (frame.callId !== 0) this.dispatcher.lastReceivedCallId = frame.callId;
+          if (frame.callId !== 0) this.dispatcher.highestCallId = frame.callId;
+          // Dispatched (and counted for a GO_AWAY) once its attachments are in.
           if (frame.attachments > 0) this.collecting = { frame, seq: 0, streams: [] };
           else this.dispatcher.dispatch(frame, NO_STREAMS);
           break;
@@ -263,10 +274,10 @@ export class Peer {
           break;
         }
         case 'credit':
-          this.outbound.get(frame.streamId)?.onCredit(frame.increment);
+          this.outboundStream(frame.streamId)?.onCredit(frame.increment);
           break;
         case 'stop':
-          this.outbound.get(frame.streamId)?.onStop(frame.code);
+          this.outboundStream(frame.streamId)?.onStop(frame.code);
           break;
         case 'cancel':
           this.dispatcher.cancel(frame.callId);
@@ -302,6 +313,18 @@ export class Peer {
     else this.calls.deliverResponse(collecting.frame, collecting.seq, collecting.streams);
   }
 
+  /**
+   * The stream we send that a CREDIT or STOP names: undefined once it is
+   * closed (the expected race, ignored); an id we never opened is a
+   * violation (docs/protocol.md §4 CREDIT, STOP).
+   */
+  private outboundStream(streamId: number): OutboundStream | undefined {
+    if (streamId === 0 || streamId > this.lastStreamId) {
+      throw new ProtocolError('ERR_PROTOCOL_STREAM_ID', `stream ${streamId} was never opened by this side (last: ${this.lastStreamId})`);
+    }
+    return this.outbound.get(streamId);
+  }
+
   private inboundStream(streamId: number): InboundStream {
     const stream = this.inbound.get(streamId);
     if (stream === undefined) throw new ProtocolError('ERR_PROTOCOL_STREAM_ID', `stream ${streamId} is not open`);
@@ -312,19 +335,33 @@ export class Peer {
   private openStreams(planned: readonly PlannedAttachment[]): readonly OutboundStream[] {
     if (planned.length === 0) return NO_OUTBOUND;
     const streams: OutboundStream[] = [];
+    const out = this.out;
     const host = {
-      send: (frame: Frame, tailByReference?: boolean) => this.out.send(frame, tailByReference),
+      send: (frame: Frame, tailByReference?: boolean) => out.send(frame, tailByReference),
       released: (stream: OutboundStream) => this.released(stream),
+      get paused() {
+        return out.paused;
+      },
+      whenWritable: () => out.whenWritable(),
     };
     for (const { source, file } of planned) {
       const streamId = ++this.lastStreamId;
-      const stream = new OutboundStream(host, streamId, source, this.remote.initialWindow, this.remote.maxFrameSize, file?.size ?? null);
+      const stream = new OutboundStream(host, streamId, source, this.remote.initialWindow, this.maxChunkFrame, file?.size ?? null);
       this.outbound.set(streamId, stream);
       streams.push(stream);
       this.out.send({ type: 'streamOpen', streamId, file });
     }
     for (const stream of streams) stream.start();
     return streams;
+  }
+
+  private checkOutboundStreams(count: number): void {
+    const max = this.options.maxOutboundStreams;
+    if (count === 0 || max === undefined || this.outbound.size + count <= max) return;
+    throw new RpcError(
+      RpcErrorCode.TooManyStreams,
+      `${count} more stream(s) would pass the ${max} this connection may have open at once (${this.outbound.size} are)`,
+    );
   }
 
   private released(stream: OutboundStream): void {
@@ -388,6 +425,14 @@ export class Peer {
   /** Writes the frames batched so far now (before closing the transport, for instance). */
   flush(): void {
     this.out.flush();
+  }
+
+  /**
+   * The transport drained after a `write` returned `false` (see
+   * `PeerOptions.write`): stream data flows again.
+   */
+  resume(): void {
+    this.out.resume();
   }
 
   /** Resolves when no call (either way) and no stream is open, or the peer is closed. */

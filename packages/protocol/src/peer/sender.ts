@@ -33,6 +33,9 @@ export type StreamSource =
 export interface OutboundHost {
   /** `tailByReference`: the chunk is a view of the caller's own bytes (see `FrameOutput`). */
   send(frame: Frame, tailByReference?: boolean): void;
+  /** The transport's queue is full: send no data until `whenWritable()` resolves. */
+  readonly paused: boolean;
+  whenWritable(): Promise<void>;
   /** The stream's id is closed (END sent, or the connection is gone). */
   released(stream: OutboundStream): void;
 }
@@ -212,6 +215,13 @@ export class OutboundStream {
         }
         let offset = 0;
         while (offset < chunk.length) {
+          if (this.host.paused) {
+            // The transport's queue passed its high-water mark: credit
+            // allows more than it should hold (ARCHITECTURE.md, Backpressure).
+            await this.host.whenWritable();
+            if (this.closed) return;
+            continue;
+          }
           if (this.credit <= 0) {
             await new Promise<void>((resolve) => {
               this.waiter = resolve;

@@ -26,8 +26,14 @@ export interface PeerOptions {
    * The transport: bytes of one or more complete frames (frames produced in
    * the same tick are batched into one write). It must not throw; if it
    * does, the peer closes as if the connection were gone.
+   *
+   * It may pace the peer: returning `false` says the transport's queue has
+   * passed its high-water mark. The peer then sends no stream data (the
+   * bytes credit would allow) until `peer.resume()` is called, which the
+   * transport MUST then do once its queue drains; other frames still go
+   * out. Returning nothing (or `true`) never pauses.
    */
-  write(bytes: Uint8Array): void;
+  write(bytes: Uint8Array): void | boolean;
   /**
    * Optional, for byte-stream transports: writes `parts` in order, as if
    * concatenated (e.g. a corked socket). With it, a message's or
@@ -36,7 +42,23 @@ export interface PeerOptions {
    * not change such a payload while its call is in flight. The same rules
    * as `write` otherwise.
    */
-  writeParts?(parts: readonly Uint8Array[]): void;
+  writeParts?(parts: readonly Uint8Array[]): void | boolean;
+  /**
+   * The most streams (and files) this side may have open towards the other
+   * at once, counting attachments of its calls and of its responses. One
+   * more is refused with `ERR_TOO_MANY_STREAMS` before anything is sent:
+   * `respond` and `notify` throw it, a call rejects with it. Default: no
+   * limit. A response's stream outlives its call, so `maxConcurrentCalls`
+   * does not bound them; a server sets this.
+   */
+  maxOutboundStreams?: number;
+  /**
+   * The most data bytes one STREAM_DATA frame we send carries (default: as
+   * many as the other side's maxFrameSize allows). A paced transport (see
+   * `write`) sets it so that one more chunk fits beside its high-water mark;
+   * smaller chunks also let other frames through between them.
+   */
+  maxStreamChunk?: number;
   /** Serves calls and one-way messages from the other side. Without it they get `ERR_NOT_IMPLEMENTED`. */
   handler?: IncomingHandler;
   /** Timeout of calls without their own `timeoutMs` (0 or absent: none). */

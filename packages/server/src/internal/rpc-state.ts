@@ -37,10 +37,13 @@ export class RpcState implements ConnectionState, SerialSteps<RpcStep> {
     this.queue.push(event);
   }
 
+  /**
+   * Not queued: the native queue emptied after a send reported BUFFERED, so
+   * the peer resumes the stream data it paused (ARCHITECTURE.md,
+   * "Backpressure, end to end"), whatever handler is running.
+   */
   drain(_event: DrainEvent): void {
-    // Not routed yet (RPC backpressure is a change of its own): the peer's
-    // flow control bounds what it sends, and past `maxBackpressure` the
-    // native side closes the connection rather than drop a frame.
+    this.connection.drained();
   }
 
   /**

@@ -23,9 +23,20 @@ import {
   ProtocolError,
 } from 'switchboard-protocol';
 import type { NativeTlsInfo } from '../internal/events.js';
+import { SendStatus } from '../operations.js';
 import { native, type NativeServerHandle } from '../native.js';
 import { type TlsInfo, tlsInfo } from '../tls.js';
 import type { RpcCall, RpcService } from './service.js';
+
+/**
+ * The most data bytes in one STREAM_DATA frame the server sends. With the
+ * native high-water mark at a quarter of `rpc.maxBackpressure`, paused
+ * stream data holds at most a quarter of the limit plus one chunk, so from
+ * 256 KiB up at least half the limit is left for the other frames (which
+ * credit does not pace). 64 KiB chunks also keep a response from waiting
+ * behind a megabyte of another stream's data, and cost ~2 µs each.
+ */
+const MAX_STREAM_CHUNK = 64 * 1024;
 
 /** How the connection reached the server. */
 export type RpcTransport = 'tcp' | 'unix' | 'websocket' | 'tls';
@@ -80,10 +91,27 @@ export class RpcConnection<UserData = unknown> {
       codec: findCodec(init.welcome.codec) ?? rawCodec,
       defaultTimeoutMs: init.defaultTimeoutMs,
       // A closed connection drops the bytes; its close event follows and
-      // closes the peer.
-      write: (bytes) => void native.send(serverId, id, bytes, true),
+      // closes the peer. BUFFERED: the connection's queue passed its
+      // high-water mark (or the socket is full): stream data waits for the
+      // DRAIN that follows (`drained()`), so credit cannot make the queue
+      // pass `rpc.maxBackpressure` (ARCHITECTURE.md, Backpressure).
+      write: (bytes) => native.send(serverId, id, bytes, true) !== SendStatus.BUFFERED,
+      maxStreamChunk: MAX_STREAM_CHUNK,
+      maxOutboundStreams: init.service.limits.maxOutboundStreams,
       handler: (call) => init.service.dispatch(Object.assign(call, { connection: this }) as RpcCall),
-      onProtocolError: (error) => this.handle.end(id, 1002, `${error.code}: ${error.message}`),
+      // The peer wrote its GO_AWAY (with the last call id it dispatched):
+      // the native side closes without a second one.
+      onProtocolError: (error) => this.handle.end(id, 1002, `${error.code}: ${error.message}`, false),
+      // The client is leaving: the peer already refuses new calls both
+      // ways; once nothing is in flight, the receiver of a GO_AWAY closes
+      // (docs/protocol.md §2.4), without a GO_AWAY of its own.
+      onGoAway: () => {
+        void this.peer.whenIdle().then(() => {
+          if (this.peer.isClosed) return;
+          this.peer.flush();
+          this.handle.end(id, 1000, 'ERR_GOING_AWAY', false);
+        });
+      },
       onHandlerError: (error, call) => {
         // A one-way message to an unknown action is the client's mistake,
         // not a failure of the server's code.
@@ -106,6 +134,11 @@ export class RpcConnection<UserData = unknown> {
       return;
     }
     if (decoded) this.peer.receive(decoded.frame);
+  }
+
+  /** @internal The native queue drained after a send reported BUFFERED. */
+  drained(): void {
+    this.peer.resume();
   }
 
   /** @internal The connection ended. */

@@ -19,6 +19,7 @@ import {
   exposeObject,
 } from 'switchboard-protocol';
 import { SwitchboardError } from '../errors.js';
+import { type RpcWorkerOptions, rpcWorkerOptions } from '../options.js';
 import type { RpcConnection } from './connection.js';
 
 /** A call as handlers see it: the protocol's incoming call and its connection. */
@@ -49,6 +50,8 @@ export class RpcService {
   };
   private errorHandler: RpcErrorHandler | undefined;
   /** @internal */ readonly hooks: RpcServiceHooks = {};
+  /** @internal The server's `rpc` options that connections in this thread apply. */
+  limits: RpcWorkerOptions = rpcWorkerOptions();
 
   /** Add middleware; it runs for every call and one-way message, in the order added. */
   use(middleware: RpcMiddleware): this {

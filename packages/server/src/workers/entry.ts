@@ -7,17 +7,20 @@ import { App, loadApp } from '../app.js';
 import { native } from '../native.js';
 import { Dispatcher } from '../internal/dispatcher.js';
 import { type FromWorker, type ToWorker, serializeError } from '../internal/worker-messages.js';
+import type { RpcWorkerOptions } from '../options.js';
 
 interface WorkerData {
   app: string;
   index: number;
+  rpc: RpcWorkerOptions;
 }
 
 const port = parentPort!;
-const { app: specifier, index } = workerData as WorkerData;
+const { app: specifier, index, rpc } = workerData as WorkerData;
 const post = (message: FromWorker) => port.postMessage(message);
 
 const app = new App(index);
+app.rpc.limits = rpc;
 try {
   await loadApp(app, specifier);
   post({ type: 'routes', routes: app.routes.map((r) => r.native), staticRoutes: app.staticRoutes });

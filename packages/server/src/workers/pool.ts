@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from '../native.js';
 import { SwitchboardError } from '../errors.js';
 import { type FromWorker, type ToWorker, deserializeError } from '../internal/worker-messages.js';
+import type { RpcWorkerOptions } from '../options.js';
 
 const ENTRY = new URL('./entry.js', import.meta.url);
 
@@ -43,6 +44,8 @@ export class WorkerPool {
     private readonly count: number,
     private readonly watchdog: { interval: number; timeout: number },
     private readonly events: PoolEvents,
+    /** The `rpc` options the workers apply themselves. */
+    private readonly rpc: RpcWorkerOptions,
   ) {}
 
   /** Start every worker; resolves with the route table they agree on. */
@@ -65,7 +68,7 @@ export class WorkerPool {
   }
 
   private spawn(index: number): Promise<RouteTable> {
-    const worker = new Worker(ENTRY, { workerData: { app: this.appSpecifier, index } });
+    const worker = new Worker(ENTRY, { workerData: { app: this.appSpecifier, index, rpc: this.rpc } });
     const slot: Slot = {
       worker,
       lastPong: Date.now(),

@@ -1,11 +1,11 @@
 //! Switchboard's own protocol (`docs/protocol.md`) through the real codec
-//! (`switchboard_proto::wire`), as `switchboard-client` speaks it with the
+//! (`switchboard_proto::rpc`), as `switchboard-client` speaks it with the
 //! `raw` codec: preface and HELLO at once, nothing more until the server's
 //! preface and WELCOME; then a MESSAGE per call (call ids from 1, one
 //! sequence per connection), answered by a final RESPONSE (`tiny`: the
 //! payload echoed) or a FAST_REPLY (`fast`: the integer 200).
 
-use switchboard_proto::wire::{
+use switchboard_proto::rpc::{
     decode, decode_preface, encode, encode_heartbeat, encode_message_header, uuid, Frame, Hello,
     Settings, DEFAULT_INITIAL_WINDOW, DEFAULT_MAX_FRAME_SIZE, PREFACE, RAW_CODEC,
 };
@@ -161,7 +161,7 @@ impl Switchboard {
 mod tests {
     use super::*;
     use crate::wire::TINY;
-    use switchboard_proto::wire::{
+    use switchboard_proto::rpc::{
         accept_hello, encode_fast_reply, encode_response_header, ServerSettings,
     };
 

@@ -5,7 +5,7 @@
 //! The shapes mirror `packages/protocol/src/codec/frames.ts`, the model the
 //! TypeScript codec and the JSON test vectors share.
 
-use super::error::WireError;
+use super::error::ProtocolError;
 use super::int::MAX_INTEGER;
 use super::uuid::is_v4;
 use super::MIN_FRAME_SIZE;
@@ -160,7 +160,7 @@ pub struct Response<'a> {
 pub struct ErrorFrame<'a> {
     /// The call answered.
     pub call_id: u64,
-    /// ASCII, 1–255 bytes, conventionally `ERR_*`.
+    /// Printable ASCII, 1–255 bytes, conventionally `ERR_*`.
     pub code: &'a str,
     /// Human-readable, at most 65535 bytes of UTF-8.
     pub message: &'a str,
@@ -180,7 +180,7 @@ pub struct FileInfo<'a> {
 /// Why the sender aborted a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abort<'a> {
-    /// ASCII, 1–255 bytes.
+    /// Printable ASCII, 1–255 bytes.
     pub code: &'a str,
     /// UTF-8 (may be empty).
     pub message: &'a str,
@@ -243,7 +243,7 @@ pub enum Frame<'a> {
     Stop {
         /// The stream.
         stream_id: u64,
-        /// ASCII, 1–255 bytes.
+        /// Printable ASCII, 1–255 bytes.
         code: &'a str,
     },
     /// `0x0D`: the sender cancels its own call.
@@ -260,7 +260,7 @@ pub enum Frame<'a> {
     GoAway {
         /// Highest id of the peer's calls the sender dispatched (0 = none).
         last_call_id: u64,
-        /// ASCII, 1–255 bytes (`ERR_GOING_AWAY` or an `ERR_PROTOCOL_*`).
+        /// Printable ASCII, 1–255 bytes (`ERR_GOING_AWAY` or an `ERR_PROTOCOL_*`).
         code: &'a str,
         /// UTF-8 (may be empty).
         message: &'a str,
@@ -294,20 +294,28 @@ impl Frame<'_> {
     /// frame that passes encodes to bytes any conforming peer decodes back to
     /// it (size limits apart). Use it on frames built from user input before
     /// [`super::encode`], which writes what it is given.
-    pub fn validate(&self) -> Result<(), WireError> {
+    pub fn validate(&self) -> Result<(), ProtocolError> {
         match self {
             Frame::Hello(h) => {
                 check_settings(&h.settings)?;
                 if h.codecs.len() > 255 {
-                    return Err(WireError::Malformed("more than 255 codecs"));
+                    return Err(ProtocolError::Malformed("more than 255 codecs"));
                 }
                 h.codecs.iter().try_for_each(|c| {
-                    check_ascii(c.as_bytes(), "codec name is not 1-255 ASCII bytes").map(drop)
+                    check_ascii(
+                        c.as_bytes(),
+                        "codec name is not 1-255 printable ASCII bytes",
+                    )
+                    .map(drop)
                 })
             }
             Frame::Welcome(w) => {
                 check_settings(&w.settings)?;
-                check_ascii(w.codec.as_bytes(), "codec name is not 1-255 ASCII bytes").map(drop)
+                check_ascii(
+                    w.codec.as_bytes(),
+                    "codec name is not 1-255 printable ASCII bytes",
+                )
+                .map(drop)
             }
             Frame::Message(m) => {
                 check_int(m.call_id)?;
@@ -321,7 +329,10 @@ impl Frame<'_> {
             }
             Frame::Error(e) => {
                 check_int(e.call_id)?;
-                check_ascii(e.code.as_bytes(), "error code is not 1-255 ASCII bytes")?;
+                check_ascii(
+                    e.code.as_bytes(),
+                    "error code is not 1-255 printable ASCII bytes",
+                )?;
                 check_u16_len(e.message, "error message longer than 65535 bytes")
             }
             Frame::StreamOpen { stream_id, file } => {
@@ -338,10 +349,11 @@ impl Frame<'_> {
             Frame::StreamEnd { stream_id, abort } => {
                 check_int(*stream_id)?;
                 match abort {
-                    Some(a) => {
-                        check_ascii(a.code.as_bytes(), "abort code is not 1-255 ASCII bytes")
-                            .map(drop)
-                    }
+                    Some(a) => check_ascii(
+                        a.code.as_bytes(),
+                        "abort code is not 1-255 printable ASCII bytes",
+                    )
+                    .map(drop),
                     None => Ok(()),
                 }
             }
@@ -355,78 +367,101 @@ impl Frame<'_> {
             }
             Frame::Stop { stream_id, code } => {
                 check_int(*stream_id)?;
-                check_ascii(code.as_bytes(), "stop code is not 1-255 ASCII bytes").map(drop)
+                check_ascii(
+                    code.as_bytes(),
+                    "stop code is not 1-255 printable ASCII bytes",
+                )
+                .map(drop)
             }
             Frame::Heartbeat { .. } => Ok(()),
             Frame::GoAway {
                 last_call_id, code, ..
             } => {
                 check_int(*last_call_id)?;
-                check_ascii(code.as_bytes(), "go-away code is not 1-255 ASCII bytes").map(drop)
+                check_ascii(
+                    code.as_bytes(),
+                    "go-away code is not 1-255 printable ASCII bytes",
+                )
+                .map(drop)
             }
         }
     }
 }
 
 /// An integer field holds at most 2⁴⁸ − 1.
-fn check_int(value: u64) -> Result<(), WireError> {
+fn check_int(value: u64) -> Result<(), ProtocolError> {
     if value > MAX_INTEGER {
-        return Err(WireError::Malformed("integer above 2^48-1"));
+        return Err(ProtocolError::Malformed("integer above 2^48-1"));
     }
     Ok(())
 }
 
 /// A string behind a `u16` length.
-fn check_u16_len(s: &str, why: &'static str) -> Result<(), WireError> {
+fn check_u16_len(s: &str, why: &'static str) -> Result<(), ProtocolError> {
     if s.len() > usize::from(u16::MAX) {
-        return Err(WireError::Malformed(why));
+        return Err(ProtocolError::Malformed(why));
     }
     Ok(())
 }
 
 /// CREDIT grants at least one byte: a zero grant is meaningless and would
 /// let a peer spin the receiver with empty frames.
-pub(crate) fn check_increment(increment: u64) -> Result<(), WireError> {
+pub(crate) fn check_increment(increment: u64) -> Result<(), ProtocolError> {
     if increment == 0 {
-        return Err(WireError::Malformed("zero credit increment"));
+        return Err(ProtocolError::Malformed("zero credit increment"));
     }
     Ok(())
 }
 
 /// An action name: 1–255 bytes of UTF-8.
-pub(crate) fn check_action(bytes: &[u8]) -> Result<&str, WireError> {
+pub(crate) fn check_action(bytes: &[u8]) -> Result<&str, ProtocolError> {
     if bytes.is_empty() {
-        return Err(WireError::Malformed("empty action"));
+        return Err(ProtocolError::Malformed("empty action"));
     }
     if bytes.len() > 255 {
-        return Err(WireError::Malformed("action longer than 255 bytes"));
+        return Err(ProtocolError::Malformed("action longer than 255 bytes"));
     }
-    std::str::from_utf8(bytes).map_err(|_| WireError::Malformed("action is not UTF-8"))
+    std::str::from_utf8(bytes).map_err(|_| ProtocolError::Malformed("action is not UTF-8"))
 }
 
-/// A code or codec name: 1–255 ASCII bytes. `why` is the error's reason,
-/// naming the field for whoever reads the log.
-pub(crate) fn check_ascii<'a>(bytes: &'a [u8], why: &'static str) -> Result<&'a str, WireError> {
-    if bytes.is_empty() || bytes.len() > 255 || !bytes.is_ascii() {
-        return Err(WireError::Malformed(why));
+/// Whether `code` may stand as a code or codec name (§3): 1–255 printable
+/// ASCII bytes, `0x21`–`0x7E` (letters, digits, punctuation; no space, no
+/// control character). Use it on codes that come from elsewhere (a close
+/// reason, user input) before putting them in a frame.
+pub fn is_code(code: &str) -> bool {
+    is_code_bytes(code.as_bytes())
+}
+
+fn is_code_bytes(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.len() <= 255 && bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+}
+
+/// A code or codec name: 1–255 printable ASCII bytes ([`is_code`]). `why`
+/// is the error's reason, naming the field for whoever reads the log.
+pub(crate) fn check_ascii<'a>(
+    bytes: &'a [u8],
+    why: &'static str,
+) -> Result<&'a str, ProtocolError> {
+    if !is_code_bytes(bytes) {
+        return Err(ProtocolError::Malformed(why));
     }
     // ASCII is valid UTF-8; from_utf8 re-checks in a few cycles, no unsafe.
-    std::str::from_utf8(bytes).map_err(|_| WireError::Malformed(why))
+    std::str::from_utf8(bytes).map_err(|_| ProtocolError::Malformed(why))
 }
 
 /// The handshake's value rules (§4): v4 seed, sizes ≥ 1024, known features.
-pub(crate) fn check_settings(s: &Settings) -> Result<(), WireError> {
+pub(crate) fn check_settings(s: &Settings) -> Result<(), ProtocolError> {
     if !is_v4(&s.seed) {
-        return Err(WireError::Handshake("seed lacks the UUID v4 marks"));
+        return Err(ProtocolError::Handshake("seed lacks the UUID v4 marks"));
     }
     if s.max_frame_size < MIN_FRAME_SIZE {
-        return Err(WireError::Handshake("maxFrameSize below 1024"));
+        return Err(ProtocolError::Handshake("maxFrameSize below 1024"));
     }
     if s.initial_window < MIN_FRAME_SIZE {
-        return Err(WireError::Handshake("initialWindow below 1024"));
+        return Err(ProtocolError::Handshake("initialWindow below 1024"));
     }
     if s.features & !ALL_FEATURES != 0 {
-        return Err(WireError::Handshake("undefined feature bits"));
+        return Err(ProtocolError::Handshake("undefined feature bits"));
     }
     Ok(())
 }
@@ -477,6 +512,12 @@ mod tests {
         assert!(stop("ERR_X").validate().is_ok());
         assert!(stop("ERR_é").validate().is_err());
         assert!(stop("").validate().is_err());
+        // Printable ASCII only: no control character, no space, no DEL.
+        for bad in ["a\x01", "ERR X", "ERR\x7f", "\t"] {
+            assert!(stop(bad).validate().is_err(), "{bad:?}");
+            assert!(!is_code(bad), "{bad:?}");
+        }
+        assert!(is_code("!~") && is_code(&"x".repeat(255)) && !is_code(&"x".repeat(256)));
     }
 
     #[test]

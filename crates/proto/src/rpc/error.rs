@@ -11,10 +11,10 @@ const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 const CLOSE_MESSAGE_TOO_BIG: u16 = 1009;
 
 /// Why a peer's bytes were rejected. After any of these the connection must
-/// end: send GO_AWAY with [`WireError::code`] if possible, then close (over
-/// WebSocket with [`WireError::ws_close_code`]).
+/// end: send GO_AWAY with [`ProtocolError::code`] if possible, then close (over
+/// WebSocket with [`ProtocolError::ws_close_code`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireError {
+pub enum ProtocolError {
     /// The first three bytes are not `SWB`.
     Preface,
     /// The preface's version byte is not one we speak; carries it.
@@ -36,8 +36,8 @@ pub enum WireError {
     /// A body whose fields do not fit, a reserved bit set, an empty action,
     /// bad UTF-8 or ASCII, a zero count; carries what was wrong.
     Malformed(&'static str),
-    /// A MESSAGE whose call id does not increase (or a response to a call id
-    /// never used, found by the connection layer).
+    /// A MESSAGE whose call id does not increase (or a response or CANCEL
+    /// naming a call id never used, found by the connection layer).
     CallId {
         /// The offending id.
         call_id: u64,
@@ -45,7 +45,8 @@ pub enum WireError {
         last: u64,
     },
     /// A STREAM_OPEN whose stream id does not increase (or data for a stream
-    /// that is not open, found by the connection layer).
+    /// that is not open, or CREDIT or STOP for one never opened, found by
+    /// the connection layer).
     StreamId {
         /// The offending id.
         stream_id: u64,
@@ -55,6 +56,10 @@ pub enum WireError {
     /// A STREAM_OPEN that does not directly follow its MESSAGE or RESPONSE,
     /// or another frame where a STREAM_OPEN was due; carries which.
     Sequence(&'static str),
+    /// A frame that uses a feature the handshake did not put in effect (a
+    /// plain STREAM_OPEN without streams, one with FILE without files, a
+    /// CANCEL without cancellation); carries which.
+    Feature(&'static str),
 }
 
 /// Every error code of the wire protocol that this module reports:
@@ -91,7 +96,7 @@ pub const ALL_ERROR_CODES: &[(&str, u16, &str)] = &[
     (
         "ERR_PROTOCOL_FRAME_TOO_LARGE",
         CLOSE_MESSAGE_TOO_BIG,
-        "A frame body exceeded the receiver's maximum frame size.",
+        "A frame body exceeded the receiver's maximum frame size (or a HELLO or WELCOME body the 65,536-byte handshake limit).",
     ),
     (
         "ERR_PROTOCOL_MALFORMED",
@@ -101,34 +106,40 @@ pub const ALL_ERROR_CODES: &[(&str, u16, &str)] = &[
     (
         "ERR_PROTOCOL_CALL_ID",
         CLOSE_PROTOCOL_ERROR,
-        "A call id did not increase, or a response named a call id never used.",
+        "A call id did not increase, or a response or CANCEL named a call id never used.",
     ),
     (
         "ERR_PROTOCOL_STREAM_ID",
         CLOSE_PROTOCOL_ERROR,
-        "A stream id did not increase, or data arrived for a stream that is not open.",
+        "A stream id did not increase, data arrived for a stream that is not open, or CREDIT or STOP named a stream never opened.",
     ),
     (
         "ERR_PROTOCOL_SEQUENCE",
         CLOSE_PROTOCOL_ERROR,
         "Attachments did not immediately follow their message or response.",
     ),
+    (
+        "ERR_PROTOCOL_FEATURE",
+        CLOSE_PROTOCOL_ERROR,
+        "A frame used a feature (streams, files, cancellation) that the handshake did not put in effect.",
+    ),
 ];
 
-impl WireError {
+impl ProtocolError {
     /// Position of this variant's row in [`ALL_ERROR_CODES`].
     fn index(&self) -> usize {
         match self {
-            WireError::Preface => 0,
-            WireError::Version(_) => 1,
-            WireError::Handshake(_) => 2,
-            WireError::Codec => 3,
-            WireError::FrameType(_) => 4,
-            WireError::FrameTooLarge { .. } => 5,
-            WireError::Malformed(_) => 6,
-            WireError::CallId { .. } => 7,
-            WireError::StreamId { .. } => 8,
-            WireError::Sequence(_) => 9,
+            ProtocolError::Preface => 0,
+            ProtocolError::Version(_) => 1,
+            ProtocolError::Handshake(_) => 2,
+            ProtocolError::Codec => 3,
+            ProtocolError::FrameType(_) => 4,
+            ProtocolError::FrameTooLarge { .. } => 5,
+            ProtocolError::Malformed(_) => 6,
+            ProtocolError::CallId { .. } => 7,
+            ProtocolError::StreamId { .. } => 8,
+            ProtocolError::Sequence(_) => 9,
+            ProtocolError::Feature(_) => 10,
         }
     }
 
@@ -143,30 +154,31 @@ impl WireError {
     }
 }
 
-impl fmt::Display for WireError {
+impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WireError::Preface => f.write_str("the peer did not start with the SWB preface"),
-            WireError::Version(v) => write!(f, "unsupported protocol version {v}"),
-            WireError::Handshake(why) => write!(f, "invalid handshake: {why}"),
-            WireError::Codec => f.write_str("no codec in common"),
-            WireError::FrameType(t) => write!(f, "unknown frame type 0x{t:02x}"),
-            WireError::FrameTooLarge { length, max } => {
+            ProtocolError::Preface => f.write_str("the peer did not start with the SWB preface"),
+            ProtocolError::Version(v) => write!(f, "unsupported protocol version {v}"),
+            ProtocolError::Handshake(why) => write!(f, "invalid handshake: {why}"),
+            ProtocolError::Codec => f.write_str("no codec in common"),
+            ProtocolError::FrameType(t) => write!(f, "unknown frame type 0x{t:02x}"),
+            ProtocolError::FrameTooLarge { length, max } => {
                 write!(f, "frame body of {length} bytes exceeds the limit of {max}")
             }
-            WireError::Malformed(why) => write!(f, "malformed frame: {why}"),
-            WireError::CallId { call_id, last } => {
+            ProtocolError::Malformed(why) => write!(f, "malformed frame: {why}"),
+            ProtocolError::CallId { call_id, last } => {
                 write!(f, "call id {call_id} is invalid after call id {last}")
             }
-            WireError::StreamId { stream_id, last } => {
+            ProtocolError::StreamId { stream_id, last } => {
                 write!(f, "stream id {stream_id} is invalid after stream id {last}")
             }
-            WireError::Sequence(why) => write!(f, "frame out of sequence: {why}"),
+            ProtocolError::Sequence(why) => write!(f, "frame out of sequence: {why}"),
+            ProtocolError::Feature(why) => write!(f, "feature not in effect: {why}"),
         }
     }
 }
 
-impl std::error::Error for WireError {}
+impl std::error::Error for ProtocolError {}
 
 #[cfg(test)]
 mod tests {
@@ -174,24 +186,25 @@ mod tests {
     use std::collections::HashSet;
 
     /// One value of every variant; adding a variant without a row fails here.
-    fn every_variant() -> Vec<WireError> {
+    fn every_variant() -> Vec<ProtocolError> {
         vec![
-            WireError::Preface,
-            WireError::Version(2),
-            WireError::Handshake("x"),
-            WireError::Codec,
-            WireError::FrameType(0x10),
-            WireError::FrameTooLarge { length: 9, max: 8 },
-            WireError::Malformed("x"),
-            WireError::CallId {
+            ProtocolError::Preface,
+            ProtocolError::Version(2),
+            ProtocolError::Handshake("x"),
+            ProtocolError::Codec,
+            ProtocolError::FrameType(0x10),
+            ProtocolError::FrameTooLarge { length: 9, max: 8 },
+            ProtocolError::Malformed("x"),
+            ProtocolError::CallId {
                 call_id: 1,
                 last: 1,
             },
-            WireError::StreamId {
+            ProtocolError::StreamId {
                 stream_id: 1,
                 last: 1,
             },
-            WireError::Sequence("x"),
+            ProtocolError::Sequence("x"),
+            ProtocolError::Feature("x"),
         ]
     }
 
@@ -217,7 +230,7 @@ mod tests {
 
     #[test]
     fn close_codes_and_display() {
-        let big = WireError::FrameTooLarge {
+        let big = ProtocolError::FrameTooLarge {
             length: 2000,
             max: 1024,
         };
@@ -227,13 +240,16 @@ mod tests {
             big.to_string(),
             "frame body of 2000 bytes exceeds the limit of 1024"
         );
-        assert_eq!(WireError::Malformed("empty action").ws_close_code(), 1002);
         assert_eq!(
-            WireError::FrameType(0x10).to_string(),
+            ProtocolError::Malformed("empty action").ws_close_code(),
+            1002
+        );
+        assert_eq!(
+            ProtocolError::FrameType(0x10).to_string(),
             "unknown frame type 0x10"
         );
         assert_eq!(
-            WireError::Malformed("empty action").to_string(),
+            ProtocolError::Malformed("empty action").to_string(),
             "malformed frame: empty action"
         );
     }

@@ -5,7 +5,7 @@
 //! WELCOME) runs in the runtime between [`accept_hello`] and sending; this
 //! module only negotiates.
 
-use super::error::WireError;
+use super::error::ProtocolError;
 use super::frame::{check_settings, Frame, Hello, Settings, Welcome, ALL_FEATURES};
 use super::uuid::seed_from_random;
 use super::{
@@ -91,14 +91,14 @@ pub fn accept_hello(
     hello: &Hello<'_>,
     ours: &ServerSettings,
     seed: [u8; 16],
-) -> Result<OwnedWelcome, WireError> {
+) -> Result<OwnedWelcome, ProtocolError> {
     check_settings(&hello.settings)?;
     let speaks = |name: &str| name == RAW_CODEC || ours.codecs.iter().any(|c| c == name);
     let codec = hello
         .codecs
         .iter()
         .find(|name| speaks(name))
-        .ok_or(WireError::Codec)?;
+        .ok_or(ProtocolError::Codec)?;
     let settings = Settings {
         seed: seed_from_random(seed),
         max_frame_size: ours.max_frame_size.max(MIN_FRAME_SIZE),
@@ -117,7 +117,7 @@ pub fn accept_hello(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{decode, encode, uuid::is_v4, FEATURE_CANCEL, FEATURE_FILES};
+    use crate::rpc::{decode, encode, uuid::is_v4, FEATURE_CANCEL, FEATURE_FILES};
 
     fn hello(codecs: Vec<&str>, features: u32, heartbeat_ms: u32) -> Hello<'_> {
         Hello {
@@ -147,9 +147,13 @@ mod tests {
             Ok("raw".into()),
             "raw is always spoken"
         );
-        assert_eq!(pick(vec!["cbor"]), Err(WireError::Codec));
-        assert_eq!(pick(vec![]), Err(WireError::Codec));
-        assert_eq!(pick(vec!["JSON"]), Err(WireError::Codec), "names are exact");
+        assert_eq!(pick(vec!["cbor"]), Err(ProtocolError::Codec));
+        assert_eq!(pick(vec![]), Err(ProtocolError::Codec));
+        assert_eq!(
+            pick(vec!["JSON"]),
+            Err(ProtocolError::Codec),
+            "names are exact"
+        );
     }
 
     #[test]

@@ -7,9 +7,10 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use switchboard_proto::wire::{
+use switchboard_proto::rpc::{
     decode, decode_preface, encode, encoded_len, peek_header, uuid, Abort, ErrorFrame, FileInfo,
     Frame, Hello, Message, Response, SequenceCheck, Settings, Welcome, ALL_ERROR_CODES,
+    ALL_FEATURES,
 };
 
 /// Default `maxFrameSize` of the vectors that do not give one: 16 MiB.
@@ -378,7 +379,10 @@ fn sequences() {
     unique_names("sequence.json", &entries);
     for e in &entries {
         let name = str_of(e, "name");
-        let mut check = SequenceCheck::new();
+        let features = e.get("features").map_or(ALL_FEATURES, |f| {
+            u32::try_from(f.as_u64().expect("features is a number")).expect("features fits u32")
+        });
+        let mut check = SequenceCheck::with_features(features);
         let mut outcome = json!("ok");
         for (i, hex) in e["frames"].as_array().unwrap().iter().enumerate() {
             let bytes = unhex(hex.as_str().unwrap());
@@ -392,6 +396,9 @@ fn sequences() {
             }
         }
         assert_eq!(outcome, e["result"], "{name}");
+        if let Some(last) = e.get("lastCallId") {
+            assert_eq!(Some(check.last_call_id()), last.as_u64(), "{name}");
+        }
     }
 }
 

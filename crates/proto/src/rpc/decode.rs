@@ -8,7 +8,7 @@
 //! from the second, a too-large length before any of the body has arrived.
 //! Decoders accept integers in any width that holds them (§3).
 
-use super::error::WireError;
+use super::error::ProtocolError;
 use super::frame::{
     check_action, check_ascii, check_increment, check_settings, frame_type, reserved_bits, Abort,
     ErrorFrame, FileInfo, Frame, Hello, Message, Response, Settings, Welcome, ABORT, ATTACHMENTS,
@@ -44,16 +44,16 @@ impl Header {
 /// Each byte is checked as soon as it is present, so a plain-HTTP or TLS
 /// client is turned away on its first byte: `ERR_PROTOCOL_PREFACE` when a
 /// byte of `SWB` differs, `ERR_PROTOCOL_VERSION` when the fourth is not 1.
-pub fn decode_preface(buf: &[u8]) -> Result<Option<usize>, WireError> {
+pub fn decode_preface(buf: &[u8]) -> Result<Option<usize>, ProtocolError> {
     for (got, want) in buf.iter().zip(&PREFACE[..3]) {
         if got != want {
-            return Err(WireError::Preface);
+            return Err(ProtocolError::Preface);
         }
     }
     match buf.get(3) {
         None => Ok(None),
         Some(&VERSION) => Ok(Some(PREFACE.len())),
-        Some(&other) => Err(WireError::Version(other)),
+        Some(&other) => Err(ProtocolError::Version(other)),
     }
 }
 
@@ -62,23 +62,23 @@ pub fn decode_preface(buf: &[u8]) -> Result<Option<usize>, WireError> {
 /// first byte is there, reserved descriptor bits (`ERR_PROTOCOL_MALFORMED`)
 /// once the second is, and a length above `max_frame_size`
 /// (`ERR_PROTOCOL_FRAME_TOO_LARGE`) once the length is, before any body.
-pub fn peek_header(buf: &[u8], max_frame_size: usize) -> Result<Option<Header>, WireError> {
+pub fn peek_header(buf: &[u8], max_frame_size: usize) -> Result<Option<Header>, ProtocolError> {
     let Some(&ty) = buf.first() else {
         return Ok(None);
     };
     if !(frame_type::HELLO..=frame_type::GO_AWAY).contains(&ty) {
-        return Err(WireError::FrameType(ty));
+        return Err(ProtocolError::FrameType(ty));
     }
     let Some(&descriptor) = buf.get(1) else {
         return Ok(None);
     };
     if descriptor & reserved_bits(ty) != 0 {
-        return Err(WireError::Malformed("reserved descriptor bits set"));
+        return Err(ProtocolError::Malformed("reserved descriptor bits set"));
     }
     // STREAM_OPEN's B is the file size width: without FILE there is no size,
     // and a nonzero width there would be a second meaning for the same frame.
     if ty == frame_type::STREAM_OPEN && descriptor & FILE == 0 && descriptor & 0x30 != 0 {
-        return Err(WireError::Malformed("file size width without FILE"));
+        return Err(ProtocolError::Malformed("file size width without FILE"));
     }
     let width = width_bytes(descriptor);
     let Some(length) = read_uint(&buf[2..], width) else {
@@ -86,7 +86,7 @@ pub fn peek_header(buf: &[u8], max_frame_size: usize) -> Result<Option<Header>, 
     };
     let max = u64::try_from(max_frame_size).unwrap_or(u64::MAX);
     if length > max {
-        return Err(WireError::FrameTooLarge {
+        return Err(ProtocolError::FrameTooLarge {
             length,
             max: max_frame_size,
         });
@@ -103,7 +103,10 @@ pub fn peek_header(buf: &[u8], max_frame_size: usize) -> Result<Option<Header>, 
 /// Decodes the frame at the start of `buf`: `Ok(None)` until it is complete,
 /// then the frame (borrowing from `buf`) and the number of bytes it used.
 /// Bytes after it are left for the next call.
-pub fn decode(buf: &[u8], max_frame_size: usize) -> Result<Option<(Frame<'_>, usize)>, WireError> {
+pub fn decode(
+    buf: &[u8],
+    max_frame_size: usize,
+) -> Result<Option<(Frame<'_>, usize)>, ProtocolError> {
     let Some(header) = peek_header(buf, max_frame_size)? else {
         return Ok(None);
     };
@@ -121,9 +124,11 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], ProtocolError> {
         if self.buf.len() < n {
-            return Err(WireError::Malformed("field runs past the end of the body"));
+            return Err(ProtocolError::Malformed(
+                "field runs past the end of the body",
+            ));
         }
         let (head, tail) = self.buf.split_at(n);
         self.buf = tail;
@@ -131,33 +136,33 @@ impl<'a> Reader<'a> {
     }
 
     /// An integer whose width code is `code`.
-    fn uint(&mut self, code: u8) -> Result<u64, WireError> {
+    fn uint(&mut self, code: u8) -> Result<u64, ProtocolError> {
         let width = width_bytes(code);
         let value = read_uint(self.bytes(width)?, width).unwrap_or_default();
         Ok(value)
     }
 
-    fn u8(&mut self) -> Result<u8, WireError> {
+    fn u8(&mut self) -> Result<u8, ProtocolError> {
         Ok(self.bytes(1)?[0])
     }
 
-    fn u16(&mut self) -> Result<u16, WireError> {
+    fn u16(&mut self) -> Result<u16, ProtocolError> {
         let b = self.bytes(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
-    fn u32(&mut self) -> Result<u32, WireError> {
+    fn u32(&mut self) -> Result<u32, ProtocolError> {
         let b = self.bytes(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn utf8(&mut self, n: usize, why: &'static str) -> Result<&'a str, WireError> {
+    fn utf8(&mut self, n: usize, why: &'static str) -> Result<&'a str, ProtocolError> {
         let bytes = self.bytes(n)?;
-        std::str::from_utf8(bytes).map_err(|_| WireError::Malformed(why))
+        std::str::from_utf8(bytes).map_err(|_| ProtocolError::Malformed(why))
     }
 
-    /// A code behind a `u8` length: 1–255 ASCII bytes.
-    fn code(&mut self, why: &'static str) -> Result<&'a str, WireError> {
+    /// A code behind a `u8` length: 1–255 printable ASCII bytes.
+    fn code(&mut self, why: &'static str) -> Result<&'a str, ProtocolError> {
         let n = self.u8()?;
         check_ascii(self.bytes(usize::from(n))?, why)
     }
@@ -169,14 +174,14 @@ impl<'a> Reader<'a> {
     /// The last field was read: any byte left over is an error, so that one
     /// frame has one encoding (apart from integer widths) and version 2 can
     /// give new fields a flag instead of being half-understood.
-    fn finish(self) -> Result<(), WireError> {
+    fn finish(self) -> Result<(), ProtocolError> {
         if !self.buf.is_empty() {
-            return Err(WireError::Malformed("bytes after the last field"));
+            return Err(ProtocolError::Malformed("bytes after the last field"));
         }
         Ok(())
     }
 
-    fn settings(&mut self) -> Result<Settings, WireError> {
+    fn settings(&mut self) -> Result<Settings, ProtocolError> {
         let mut seed = [0u8; 16];
         seed.copy_from_slice(self.bytes(16)?);
         let settings = Settings {
@@ -193,7 +198,7 @@ impl<'a> Reader<'a> {
 }
 
 /// Decodes a body whose header (type, reserved bits) was already checked.
-fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
+fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, ProtocolError> {
     use frame_type::*;
     let a = (d >> 2) & 3;
     let b = (d >> 4) & 3;
@@ -203,7 +208,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
             let settings = r.settings()?;
             let count = r.u8()?;
             let codecs = (0..count)
-                .map(|_| r.code("codec name is not 1-255 ASCII bytes"))
+                .map(|_| r.code("codec name is not 1-255 printable ASCII bytes"))
                 .collect::<Result<Vec<_>, _>>()?;
             Frame::Hello(Hello {
                 settings,
@@ -213,7 +218,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         }
         WELCOME => {
             let settings = r.settings()?;
-            let codec = r.code("codec name is not 1-255 ASCII bytes")?;
+            let codec = r.code("codec name is not 1-255 printable ASCII bytes")?;
             Frame::Welcome(Welcome {
                 settings,
                 codec,
@@ -260,7 +265,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         },
         ERROR => {
             let call_id = r.uint(a)?;
-            let code = r.code("error code is not 1-255 ASCII bytes")?;
+            let code = r.code("error code is not 1-255 printable ASCII bytes")?;
             let n = r.u16()?;
             let message = r.utf8(usize::from(n), "error message is not UTF-8")?;
             Frame::Error(ErrorFrame {
@@ -289,7 +294,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         STREAM_END => {
             let stream_id = r.uint(a)?;
             let abort = if d & ABORT != 0 {
-                let code = r.code("abort code is not 1-255 ASCII bytes")?;
+                let code = r.code("abort code is not 1-255 printable ASCII bytes")?;
                 let n = r.buf.len();
                 let message = r.utf8(n, "abort message is not UTF-8")?;
                 Some(Abort { code, message })
@@ -309,7 +314,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         }
         STOP => Frame::Stop {
             stream_id: r.uint(a)?,
-            code: r.code("stop code is not 1-255 ASCII bytes")?,
+            code: r.code("stop code is not 1-255 printable ASCII bytes")?,
         },
         CANCEL => Frame::Cancel {
             call_id: r.uint(a)?,
@@ -319,7 +324,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
         },
         GO_AWAY => {
             let last_call_id = r.uint(a)?;
-            let code = r.code("go-away code is not 1-255 ASCII bytes")?;
+            let code = r.code("go-away code is not 1-255 printable ASCII bytes")?;
             let n = r.buf.len();
             let message = r.utf8(n, "go-away message is not UTF-8")?;
             Frame::GoAway {
@@ -329,7 +334,7 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
             }
         }
         // peek_header rejected every other type.
-        _ => return Err(WireError::FrameType(ty)),
+        _ => return Err(ProtocolError::FrameType(ty)),
     };
     r.finish()?;
     Ok(frame)
@@ -337,12 +342,12 @@ fn decode_body(ty: u8, d: u8, body: &[u8]) -> Result<Frame<'_>, WireError> {
 
 /// The attachment count of a MESSAGE or RESPONSE: present only with the
 /// ATTACHMENTS flag, and then at least 1 (no flag is how to say none).
-fn attachment_count(r: &mut Reader<'_>, d: u8) -> Result<u8, WireError> {
+fn attachment_count(r: &mut Reader<'_>, d: u8) -> Result<u8, ProtocolError> {
     if d & ATTACHMENTS == 0 {
         return Ok(0);
     }
     match r.u8()? {
-        0 => Err(WireError::Malformed("zero attachment count")),
+        0 => Err(ProtocolError::Malformed("zero attachment count")),
         n => Ok(n),
     }
 }
@@ -407,8 +412,11 @@ mod tests {
 
     #[test]
     fn header_errors_come_before_the_body() {
-        assert_eq!(peek_header(&[0x00], MAX), Err(WireError::FrameType(0)));
-        assert_eq!(peek_header(&[0x10], MAX), Err(WireError::FrameType(0x10)));
+        assert_eq!(peek_header(&[0x00], MAX), Err(ProtocolError::FrameType(0)));
+        assert_eq!(
+            peek_header(&[0x10], MAX),
+            Err(ProtocolError::FrameType(0x10))
+        );
         assert_eq!(
             peek_header(&hex("0e 20"), MAX).unwrap_err().code(),
             "ERR_PROTOCOL_MALFORMED"
@@ -421,7 +429,7 @@ mod tests {
         // Width 2 length 0x0401 = 1025 over a 1024 limit, no body present.
         assert_eq!(
             peek_header(&hex("09 01 01 04"), 1024),
-            Err(WireError::FrameTooLarge {
+            Err(ProtocolError::FrameTooLarge {
                 length: 1025,
                 max: 1024
             })
@@ -438,6 +446,9 @@ mod tests {
         assert_eq!(code("03 40 04 01 00 01 61", MAX), "ERR_PROTOCOL_MALFORMED"); // 0 attachments
         assert_eq!(code("03 00 03 01 01 ff", MAX), "ERR_PROTOCOL_MALFORMED"); // bad UTF-8
         assert_eq!(code("0c 00 03 01 01 80", MAX), "ERR_PROTOCOL_MALFORMED"); // non-ASCII
+        assert_eq!(code("0c 00 03 01 01 01", MAX), "ERR_PROTOCOL_MALFORMED"); // control
+        assert_eq!(code("0c 00 04 01 02 61 20", MAX), "ERR_PROTOCOL_MALFORMED"); // space
+        assert_eq!(code("0c 00 03 01 01 7f", MAX), "ERR_PROTOCOL_MALFORMED"); // DEL
         assert_eq!(code("0b 00 02 01 00", MAX), "ERR_PROTOCOL_MALFORMED"); // zero credit
         assert_eq!(code("0e 00 01 00", MAX), "ERR_PROTOCOL_MALFORMED"); // heartbeat body
     }
@@ -457,8 +468,8 @@ mod tests {
         assert_eq!(decode_preface(b""), Ok(None));
         assert_eq!(decode_preface(b"SW"), Ok(None));
         assert_eq!(decode_preface(b"SWB\x01\x01"), Ok(Some(4)));
-        assert_eq!(decode_preface(b"G"), Err(WireError::Preface));
-        assert_eq!(decode_preface(b"SWX"), Err(WireError::Preface));
-        assert_eq!(decode_preface(b"SWB\x02"), Err(WireError::Version(2)));
+        assert_eq!(decode_preface(b"G"), Err(ProtocolError::Preface));
+        assert_eq!(decode_preface(b"SWX"), Err(ProtocolError::Preface));
+        assert_eq!(decode_preface(b"SWB\x02"), Err(ProtocolError::Version(2)));
     }
 }

@@ -331,8 +331,8 @@ pub fn encode_stream_data_header(stream_id: u64, data_len: usize, out: &mut Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::{Message, Response};
     use crate::test_util::hex;
-    use crate::wire::{Message, Response};
 
     fn bytes(frame: &Frame<'_>) -> Vec<u8> {
         let mut out = Vec::new();

@@ -4,7 +4,7 @@
 //!
 //! - [`decode`] / [`peek_header`] / [`decode_preface`] turn received bytes
 //!   into [`Frame`]s that borrow from the input, rejecting anything the spec
-//!   forbids with a [`WireError`];
+//!   forbids with a [`ProtocolError`];
 //! - [`encode`] and the `encode_*` helpers write frames with the smallest
 //!   integer widths (the helpers allocate nothing beyond `out` and write a
 //!   frame's header apart from its payload, for vectored writes);
@@ -18,7 +18,7 @@
 //! there, not here.
 //!
 //! The byte-level test vectors in `spec/wire/` are normative; the
-//! integration test `tests/wire_vectors.rs` runs all of them against this
+//! integration test `tests/rpc_vectors.rs` runs all of them against this
 //! module, and the TypeScript codec runs the same files.
 
 mod decode;
@@ -35,10 +35,10 @@ pub use encode::{
     encode, encode_fast_reply, encode_go_away, encode_heartbeat, encode_message_header,
     encode_response_header, encode_stream_data_header, encoded_len,
 };
-pub use error::{WireError, ALL_ERROR_CODES};
+pub use error::{ProtocolError, ALL_ERROR_CODES};
 pub use frame::{
-    frame_type, Abort, ErrorFrame, FileInfo, Frame, Hello, Message, Response, Settings, Welcome,
-    ALL_FEATURES, FEATURE_CANCEL, FEATURE_FILES, FEATURE_STREAMS,
+    frame_type, is_code, Abort, ErrorFrame, FileInfo, Frame, Hello, Message, Response, Settings,
+    Welcome, ALL_FEATURES, FEATURE_CANCEL, FEATURE_FILES, FEATURE_STREAMS,
 };
 pub use handshake::{accept_hello, OwnedWelcome, ServerSettings, RAW_CODEC};
 pub use int::MAX_INTEGER;
@@ -57,6 +57,12 @@ pub const SUBPROTOCOL: &str = "switchboard.v1";
 /// below it a peer could not even send a HELLO with a token, and a window
 /// that small would make streams crawl.
 pub const MIN_FRAME_SIZE: u32 = 1024;
+
+/// Largest body of a handshake frame (HELLO, WELCOME), whatever either
+/// side's `maxFrameSize` (§2): it is read before the limits are known, from
+/// a peer that has proven nothing yet, so its budget is small and fixed.
+/// Connect data is a token, not a payload.
+pub const MAX_HANDSHAKE_SIZE: usize = 64 * 1024;
 
 /// Our default `maxFrameSize`: large enough that almost no payload needs a
 /// stream, small enough that one frame cannot pin much memory per connection.
