@@ -13,8 +13,8 @@ export async function errorCatalog() {
   const { ERROR_CODES } = await import('switchboard');
   const byCode = new Map();
   for (const e of addon.errorCatalog()) byCode.set(e.code, e);
-  // Errors of calls and streams (switchboard-protocol), on both ends.
-  const { RPC_ERROR_DESCRIPTIONS } = await import('switchboard-protocol');
+  // Errors of calls and streams (switchboard-rpc), on both ends.
+  const { RPC_ERROR_DESCRIPTIONS } = await import('switchboard-rpc');
   const { CLIENT_ERROR_DESCRIPTIONS } = await import('switchboard-client');
   for (const [code, description] of Object.entries({ ...RPC_ERROR_DESCRIPTIONS, ...CLIENT_ERROR_DESCRIPTIONS })) {
     if (!byCode.has(code)) byCode.set(code, { code, kind: 'throw', value: 0, description });

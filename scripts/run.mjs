@@ -93,7 +93,7 @@ function buildNative() {
 function buildTypeScript() {
   step('TypeScript');
   // The protocol package first: the server may import it.
-  must('npx', ['--no-install', 'tsc', '-p', 'packages/protocol/tsconfig.json']);
+  must('npx', ['--no-install', 'tsc', '-p', 'packages/rpc/tsconfig.json']);
   must('npx', ['--no-install', 'tsc', '-b', 'packages/client']);
   must('npx', ['--no-install', 'tsc', '-p', 'packages/server/tsconfig.json']);
   must('node', ['scripts/write-cjs-entry.mjs']);

@@ -29,7 +29,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RpcError, defineApp, openStream } from 'switchboard';
-import { msgpackCodec } from 'switchboard-protocol';
+import { msgpackCodec } from 'switchboard-rpc';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -168,7 +168,7 @@ export default defineApp((app) => {
   app.get('/', { body: readFileSync(new URL('./browser.html', import.meta.url)) });
   const packageDir = (specifier) => path.dirname(fileURLToPath(import.meta.resolve(specifier)));
   serveModules(app, '/modules/client/', packageDir('switchboard-client'));
-  serveModules(app, '/modules/protocol/', packageDir('switchboard-protocol'));
+  serveModules(app, '/modules/protocol/', packageDir('switchboard-rpc'));
   // msgpackr's browser entry and the modules it imports.
   serveModules(app, '/modules/msgpackr/', packageDir('msgpackr'), ['index.js', 'pack.js', 'unpack.js', 'iterators.js']);
 });

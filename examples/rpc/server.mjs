@@ -34,7 +34,7 @@ import { rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Server } from 'switchboard';
-import { msgpackCodec } from 'switchboard-protocol';
+import { msgpackCodec } from 'switchboard-rpc';
 import { SECOND_NAME, certificateDir, generateCertificates, readCertificates } from './certs.mjs';
 
 const port = Number(process.env.PORT ?? 8080);

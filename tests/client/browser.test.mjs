@@ -22,7 +22,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 async function startStaticServer(page) {
   const mounts = {
     '/client/': path.join(root, 'packages', 'client', 'dist'),
-    '/protocol/': path.join(root, 'packages', 'protocol', 'dist'),
+    '/protocol/': path.join(root, 'packages', 'rpc', 'dist'),
     '/msgpackr/': path.join(root, 'node_modules', 'msgpackr'),
   };
   const server = http.createServer((req, res) => {
@@ -79,7 +79,7 @@ window.results = results;
 async function runPage(rpc) {
   const page = `<!doctype html><html><head>
 <script type="importmap">${JSON.stringify({
-    imports: { 'switchboard-client': '/client/index.js', 'switchboard-protocol': '/protocol/index.js', msgpackr: '/msgpackr/index.js' },
+    imports: { 'switchboard-client': '/client/index.js', 'switchboard-rpc': '/protocol/index.js', msgpackr: '/msgpackr/index.js' },
   })}</script>
 <script type="module">${script(rpc.url)}</script></head><body></body></html>`;
   const web = await startStaticServer(page);

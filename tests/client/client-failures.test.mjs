@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { WebSocket } from 'ws';
-import * as P from 'switchboard-protocol';
+import * as P from 'switchboard-rpc';
 import { Client, backoffDelay, connect, tcpTransport } from 'switchboard-client/node';
 import * as core from 'switchboard-client';
 import { startReferenceServer } from './reference-server.mjs';

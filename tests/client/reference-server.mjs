@@ -1,5 +1,5 @@
 // Test scaffolding, not a product: a small Switchboard protocol server
-// built from the same Peer and codec as the client (switchboard-protocol),
+// built from the same Peer and codec as the client (switchboard-rpc),
 // so that the client can be tested before, and independently of, the
 // native server. It speaks the handshake of docs/protocol.md §2 over TCP,
 // TLS, Unix sockets and WebSocket (`ws`), and can misbehave on demand:
@@ -8,7 +8,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { once } from 'node:events';
 import { WebSocketServer } from 'ws';
-import * as P from 'switchboard-protocol';
+import * as P from 'switchboard-rpc';
 
 const SPEAKS = ['msgpack', 'json', 'raw'];
 

@@ -1,4 +1,4 @@
-// The TypeScript codec of the Switchboard protocol (packages/protocol,
+// The TypeScript codec of the Switchboard protocol (packages/rpc,
 // docs/protocol.md): the language-neutral vectors of spec/wire/, the worked
 // examples of §9, and properties of our own (streaming in any chunking,
 // views that stay valid, random round trips, limits).
@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import * as P from '../../packages/protocol/dist/index.js';
+import * as P from '../../packages/rpc/dist/index.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const wire = path.join(root, 'spec', 'wire');
@@ -873,7 +873,7 @@ describe('HELLO / WELCOME field checks', () => {
 // --- portability -----------------------------------------------------------------
 
 test('the built package uses no Node APIs (it runs in browsers)', () => {
-  const dist = path.join(root, 'packages', 'protocol', 'dist', 'codec');
+  const dist = path.join(root, 'packages', 'rpc', 'dist', 'codec');
   for (const file of readdirSync(dist).filter((f) => f.endsWith('.js'))) {
     // Code only: the comments may well mention Node.
     const source = readFileSync(path.join(dist, file), 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');

@@ -2,7 +2,7 @@
 // that really encodes and decodes (each write goes through FrameDecoder, in
 // random small chunks when asked), and small async helpers.
 import assert from 'node:assert/strict';
-import * as P from '../../packages/protocol/dist/index.js';
+import * as P from '../../packages/rpc/dist/index.js';
 
 export const settings = (overrides = {}) => ({
   seed: P.randomSeed(),

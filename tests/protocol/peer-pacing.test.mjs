@@ -3,7 +3,7 @@
 // server keeps the data credit allows below its queue's limit.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import * as P from '../../packages/protocol/dist/index.js';
+import * as P from '../../packages/rpc/dist/index.js';
 
 const settings = (overrides = {}) => ({
   seed: P.randomSeed(),

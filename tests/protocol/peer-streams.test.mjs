@@ -3,7 +3,7 @@
 // disconnects of streams, and volume (50 MB through a small window).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import * as P from '../../packages/protocol/dist/index.js';
+import * as P from '../../packages/rpc/dist/index.js';
 
 import { settings, connect, tick, sleep, until, deferred, rejectsWith, idle } from './peer-harness.mjs';
 

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const entry = path.join(root, 'packages', 'protocol', 'dist', 'index.js');
+const entry = path.join(root, 'packages', 'rpc', 'dist', 'index.js');
 
 const source = `
 import {

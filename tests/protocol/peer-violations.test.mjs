@@ -5,7 +5,7 @@
 // violations.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import * as P from '../../packages/protocol/dist/index.js';
+import * as P from '../../packages/rpc/dist/index.js';
 
 const settings = (overrides = {}) => ({
   seed: P.randomSeed(),

@@ -1,4 +1,4 @@
-// The symmetric RPC peer (packages/protocol/src/peer): calls, one-way
+// The symmetric RPC peer (packages/rpc/src/peer): calls, one-way
 // messages, handlers, errors, cancellation, timeouts, go-away, limits,
 // UUIDs, codecs, wrap/exposeObject and templates. Streams and files are in
 // peer-streams.test.mjs, protocol violations in peer-violations.test.mjs.
@@ -7,7 +7,7 @@
 // decodes: each write goes through FrameDecoder, in random small chunks.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import * as P from '../../packages/protocol/dist/index.js';
+import * as P from '../../packages/rpc/dist/index.js';
 
 import { settings, connect, tick, sleep, until, deferred, rejectsWith, idle } from './peer-harness.mjs';
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RpcError } from 'switchboard';
-import { randomSeed } from 'switchboard-protocol';
+import { randomSeed } from 'switchboard-rpc';
 import { rejectsWith, sleep, startServer, until } from '../fixtures/rpc-e2e.mjs';
 import { HELLO, PREFACE, encodeFrame, rawConnect } from './raw.mjs';
 

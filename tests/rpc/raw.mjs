@@ -2,7 +2,7 @@
 // cannot send: bytes written by hand, frames decoded with the codec.
 import net from 'node:net';
 import { once } from 'node:events';
-import { ALL_FEATURES, FrameDecoder, PREFACE, encodeFrame, randomSeed } from 'switchboard-protocol';
+import { ALL_FEATURES, FrameDecoder, PREFACE, encodeFrame, randomSeed } from 'switchboard-rpc';
 
 export const HELLO = {
   type: 'hello',

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { Server } from 'switchboard';
-import { ALL_FEATURES, FrameDecoder, PREFACE, WEBSOCKET_SUBPROTOCOL, encodeFrame, randomSeed } from 'switchboard-protocol';
+import { ALL_FEATURES, FrameDecoder, PREFACE, WEBSOCKET_SUBPROTOCOL, encodeFrame, randomSeed } from 'switchboard-rpc';
 import { HELLO, handshake } from './raw.mjs';
 
 const app = new URL('../fixtures/rpc-app.mjs', import.meta.url);

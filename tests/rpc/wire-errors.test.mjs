@@ -86,7 +86,7 @@ test('no codec in common: ERR_PROTOCOL_CODEC', async (t) => {
   const { server, port } = await startRpc();
   t.after(() => server.close());
   const socket = await rawConnect(port);
-  const { randomSeed } = await import('switchboard-protocol');
+  const { randomSeed } = await import('switchboard-rpc');
   socket.write(Buffer.concat([PREFACE, encodeFrame({ ...HELLO, seed: randomSeed(), codecs: ['cbor'] })]));
   await expectGoAway(socket, 'ERR_PROTOCOL_CODEC');
 });

@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { Server } from 'switchboard';
 import { HELLO, PREFACE, encodeFrame, handshake, rawConnect } from './raw.mjs';
 import { until } from '../fixtures/rpc-e2e.mjs';
-import { FrameDecoder, MAX_HANDSHAKE_SIZE, WEBSOCKET_SUBPROTOCOL, randomSeed } from 'switchboard-protocol';
+import { FrameDecoder, MAX_HANDSHAKE_SIZE, WEBSOCKET_SUBPROTOCOL, randomSeed } from 'switchboard-rpc';
 
 async function startRpc(options = {}, setup = () => {}) {
   const server = new Server({ workers: 0, ...options });

@@ -16,8 +16,8 @@ import type {
   Promisified,
   RpcResponse,
   WrapOptions,
-} from 'switchboard-protocol';
-import { RpcError, RpcErrorCode, wrap } from 'switchboard-protocol';
+} from 'switchboard-rpc';
+import { RpcError, RpcErrorCode, wrap } from 'switchboard-rpc';
 import type { ConnectionSettings, Ending } from './connection.js';
 import { Connection } from './connection.js';
 import type { Unsubscribe } from './emitter.js';
@@ -236,7 +236,7 @@ export class Client extends Emitter<ClientEvents> {
     return connection.ping();
   }
 
-  /** A proxy whose methods call the actions of the same name (see `wrap` in switchboard-protocol). */
+  /** A proxy whose methods call the actions of the same name (see `wrap` in switchboard-rpc). */
   wrap<T extends object>(options?: WrapOptions): Promisified<T> {
     return wrap<T>(this, options);
   }

@@ -5,8 +5,8 @@
  * back through `ConnectionHooks`; `ended` is called exactly once.
  */
 
-import type { Frame, GoAwayFrame, IncomingCall, IncomingHandler, WelcomeFrame } from 'switchboard-protocol';
-import { FrameDecoder, MAX_HANDSHAKE_SIZE, Peer, ProtocolError, RpcError, RpcErrorCode, encodeFrame } from 'switchboard-protocol';
+import type { Frame, GoAwayFrame, IncomingCall, IncomingHandler, WelcomeFrame } from 'switchboard-rpc';
+import { FrameDecoder, MAX_HANDSHAKE_SIZE, Peer, ProtocolError, RpcError, RpcErrorCode, encodeFrame } from 'switchboard-rpc';
 import { chosenCodec, goAwayBytes, helloBytes, localSettings, refusalMessage, serverInfo } from './handshake.js';
 import type { ConnectData, ResolvedOptions, ServerInfo } from './options.js';
 import { ClientErrorCode } from './options.js';

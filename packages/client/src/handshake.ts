@@ -4,8 +4,8 @@
  * the codec does not make itself.
  */
 
-import type { GoAwayFrame, PayloadCodec, PeerSettings, WelcomeFrame } from 'switchboard-protocol';
-import { PREFACE, ProtocolError, encodeFrame, randomSeed } from 'switchboard-protocol';
+import type { GoAwayFrame, PayloadCodec, PeerSettings, WelcomeFrame } from 'switchboard-rpc';
+import { PREFACE, ProtocolError, encodeFrame, randomSeed } from 'switchboard-rpc';
 import type { ConnectData, ResolvedOptions, ServerInfo } from './options.js';
 
 const utf8 = new TextEncoder();

@@ -5,7 +5,7 @@
  * `switchboard-client/node`.
  */
 
-import { RpcError } from 'switchboard-protocol';
+import { RpcError } from 'switchboard-rpc';
 import { Client } from './client.js';
 import type { ClientOptions } from './options.js';
 import { ClientErrorCode } from './options.js';
@@ -52,7 +52,7 @@ export {
   openStream,
   payloadCodecs,
   rawCodec,
-} from 'switchboard-protocol';
+} from 'switchboard-rpc';
 export type {
   Action,
   CallOptions,
@@ -70,7 +70,7 @@ export type {
   RpcResponse,
   StreamSource,
   WrapOptions,
-} from 'switchboard-protocol';
+} from 'switchboard-rpc';
 
 /** `connect()`'s options: the client's, without `transport`, and the WebSocket's. */
 export interface ConnectOptions extends Omit<ClientOptions, 'transport'>, WebSocketTransportOptions {}

@@ -4,7 +4,7 @@
  * URLs, and file and stream helpers for Node.
  */
 
-import { RpcError } from 'switchboard-protocol';
+import { RpcError } from 'switchboard-rpc';
 import { Client } from './client.js';
 import type { ConnectOptions } from './index.js';
 import { webSocketUrl } from './index.js';

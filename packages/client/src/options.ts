@@ -2,8 +2,8 @@
  * The client's options, their defaults, and the events it emits.
  */
 
-import type { IncomingCall, IncomingHandler, PayloadCodec } from 'switchboard-protocol';
-import { ALL_FEATURES, payloadCodecs } from 'switchboard-protocol';
+import type { IncomingCall, IncomingHandler, PayloadCodec } from 'switchboard-rpc';
+import { ALL_FEATURES, payloadCodecs } from 'switchboard-rpc';
 import type { TransportFactory } from './transport.js';
 
 /** Connect data: bytes as they are, a string as UTF-8. */

@@ -4,8 +4,8 @@
  * bounded by their timeout and abort signal.
  */
 
-import type { NotifyOptions } from 'switchboard-protocol';
-import { RpcError, RpcErrorCode, StreamWriter } from 'switchboard-protocol';
+import type { NotifyOptions } from 'switchboard-rpc';
+import { RpcError, RpcErrorCode, StreamWriter } from 'switchboard-rpc';
 
 interface Waiter {
   resolve(): void;

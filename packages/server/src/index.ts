@@ -55,5 +55,5 @@ export {
   type IncomingFile,
   type FileSource,
   type Action,
-} from 'switchboard-protocol';
+} from 'switchboard-rpc';
 export { SwitchboardError, UpgradeRejection, ERROR_CODES, type ErrorCode } from './errors.js';

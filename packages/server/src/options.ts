@@ -3,7 +3,7 @@
  * layer applies it when an option is left out, so it is written once, in
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
-import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-protocol';
+import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-rpc';
 import type { NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 

@@ -2,7 +2,7 @@
 //! and strings from the buffer it was decoded from, so decoding copies
 //! nothing; the same type is what [`super::encode`] writes.
 //!
-//! The shapes mirror `packages/protocol/src/codec/frames.ts`, the model the
+//! The shapes mirror `packages/rpc/src/codec/frames.ts`, the model the
 //! TypeScript codec and the JSON test vectors share.
 
 use super::error::ProtocolError;

@@ -6,7 +6,7 @@
 //! frame's structure and sequence (a bad peer is cut off here, before its
 //! bytes reach a worker), answers heartbeats, and negotiates the handshake.
 //! Every other frame goes to the connection's worker as its raw bytes, where
-//! the shared TypeScript peer (`packages/protocol/src/peer`) gives them
+//! the shared TypeScript peer (`packages/rpc/src/peer`) gives them
 //! meaning: the semantics live in one implementation that both ends run.
 //!
 //! Memory: like the WebSocket decoder, the reader owns a buffer only while

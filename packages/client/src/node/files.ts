@@ -10,8 +10,8 @@ import path from 'node:path';
 import type { ReadableOptions, Writable } from 'node:stream';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { FileSource, IncomingFile, IncomingStream } from 'switchboard-protocol';
-import { RpcError, RpcErrorCode } from 'switchboard-protocol';
+import type { FileSource, IncomingFile, IncomingStream } from 'switchboard-rpc';
+import { RpcError, RpcErrorCode } from 'switchboard-rpc';
 
 /** A received stream, or a received file (whose `stream` is used). */
 export type Incoming = IncomingStream | IncomingFile;

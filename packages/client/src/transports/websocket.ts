@@ -5,7 +5,7 @@
  * package's in Node 20.
  */
 
-import { ProtocolError, WEBSOCKET_SUBPROTOCOL } from 'switchboard-protocol';
+import { ProtocolError, WEBSOCKET_SUBPROTOCOL } from 'switchboard-rpc';
 import type { CloseReason, Transport, TransportHandlers, TransportFactory } from '../transport.js';
 
 /** The events the transport listens to, as browsers and `ws` deliver them. */

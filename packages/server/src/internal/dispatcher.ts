@@ -13,7 +13,7 @@ import type { App, UpgradeResponse } from '../app.js';
 import { type NativeServerHandle, native } from '../native.js';
 import { UpgradeRejection } from '../errors.js';
 import { WebSocket } from '../websocket.js';
-import { decodeFrame, type HelloFrame, type WelcomeFrame } from 'switchboard-protocol';
+import { decodeFrame, type HelloFrame, type WelcomeFrame } from 'switchboard-rpc';
 import { RpcConnection } from '../rpc/connection.js';
 import { tlsInfo } from '../tls.js';
 import type { ConnectionHost, ConnectionState, HandlerFailure } from './connection-state.js';

@@ -7,7 +7,7 @@
  * refuses the client, the frames waiting are dropped. Calls themselves do
  * not wait for one another: the peer runs them concurrently.
  */
-import { RpcError } from 'switchboard-protocol';
+import { RpcError } from 'switchboard-rpc';
 import type { RpcConnection } from '../rpc/connection.js';
 import type { RpcServiceHooks } from '../rpc/service.js';
 import type { ConnectionHost, ConnectionState } from './connection-state.js';

@@ -1,6 +1,6 @@
 /**
  * One Switchboard protocol connection as a worker sees it: the shared
- * `Peer` (switchboard-protocol) fed with the frames the native core checked
+ * `Peer` (switchboard-rpc) fed with the frames the native core checked
  * and delivered, writing through the native `send`. The native side has
  * already done the handshake and answers heartbeats; everything else
  * (calls in both directions, streams, flow control, cancellation) is the
@@ -21,7 +21,7 @@ import {
   type HelloFrame,
   type WelcomeFrame,
   ProtocolError,
-} from 'switchboard-protocol';
+} from 'switchboard-rpc';
 import type { NativeTlsInfo } from '../internal/events.js';
 import { SendStatus } from '../operations.js';
 import { native, type NativeServerHandle } from '../native.js';

@@ -6,7 +6,7 @@
  * handler: middleware (in registration order, each deciding whether to go
  * on with `next()`), then the action's handler, or the fallback for unknown
  * actions. What the chain returns becomes the reply (see `IncomingCall` in
- * switchboard-protocol: a non-negative integer is a fast reply, `undefined`
+ * switchboard-rpc: a non-negative integer is a fast reply, `undefined`
  * ends the call, anything else is one response); what it throws goes
  * through the error handler, or becomes an ERROR with the error's `code`.
  */
@@ -17,7 +17,7 @@ import {
   RpcErrorCode,
   type ExposeOptions,
   exposeObject,
-} from 'switchboard-protocol';
+} from 'switchboard-rpc';
 import { SwitchboardError } from '../errors.js';
 import { type RpcWorkerOptions, rpcWorkerOptions } from '../options.js';
 import type { RpcConnection } from './connection.js';
