@@ -86,7 +86,16 @@ impl Connection {
             self.outbound
                 .push(OutItem::Frame(framed.clone()), framed.len())
         };
-        self.woken(wake);
+        // Fan-out is left to the I/O thread, even where the worker could
+        // write: it writes each recipient once per turn, however many
+        // publishes that turn brought, where a worker would write every
+        // recipient at the end of every batch (on loopback a write costs
+        // the receiver's side of TCP too: rooms of 1,000 clients
+        // overloaded the worker at 0.1M deliveries/s, where the I/O
+        // threads carry 8.7M).
+        if wake && !defer(self, AtUncork::Wake) {
+            self.outbound.wake();
+        }
         status
     }
 
@@ -146,7 +155,7 @@ impl Connection {
 
     /// Wake the connection's thread now, or at the outermost `uncork`.
     fn woken(self: &Arc<Self>, wake: bool) {
-        if wake && !defer(self) {
+        if wake && !defer(self, AtUncork::WriteOrWake) {
             self.outbound.wake();
         }
     }
@@ -162,7 +171,17 @@ thread_local! {
     /// How deeply the calling thread is corked.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     /// Connections whose wake-up waits for the outermost [`uncork`].
-    static CORKED: RefCell<Vec<Arc<Connection>>> = const { RefCell::new(Vec::new()) };
+    static CORKED: RefCell<Vec<(Arc<Connection>, AtUncork)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What the outermost [`uncork`] does for a connection sent to.
+#[derive(Clone, Copy)]
+enum AtUncork {
+    /// Write what is queued on this thread if the socket is released
+    /// (replies to the connection's own events), else wake its I/O thread.
+    WriteOrWake,
+    /// Wake its I/O thread (fan-out, see [`Connection::enqueue_frame`]).
+    Wake,
 }
 
 /// Defer wake-ups on this thread until [`uncork`]. Nests; only the
@@ -174,7 +193,8 @@ pub fn cork() {
 /// End a [`cork`]; the outermost one sends what was queued for every
 /// connection sent to since: written straight to its socket where its I/O
 /// thread has released it (the common case: a worker answering the
-/// messages it was given), else by that thread, woken now.
+/// messages it was given), else by that thread, woken now. Fan-out is
+/// always that thread's (see [`Connection::enqueue_frame`]).
 pub fn uncork() {
     let outermost = DEPTH.with(|depth| {
         let d = depth.get().saturating_sub(1);
@@ -183,18 +203,21 @@ pub fn uncork() {
     });
     if outermost {
         let corked = CORKED.with(|list| std::mem::take(&mut *list.borrow_mut()));
-        for connection in corked {
-            connection.flush_or_wake();
+        for (connection, at_uncork) in corked {
+            match at_uncork {
+                AtUncork::WriteOrWake => connection.flush_or_wake(),
+                AtUncork::Wake => connection.outbound.wake(),
+            }
         }
     }
 }
 
 /// When this thread is corked, remember `connection` for the outermost
 /// `uncork` and return true; otherwise return false (wake it now).
-fn defer(connection: &Arc<Connection>) -> bool {
+fn defer(connection: &Arc<Connection>, at_uncork: AtUncork) -> bool {
     if DEPTH.with(Cell::get) == 0 {
         return false;
     }
-    CORKED.with(|list| list.borrow_mut().push(connection.clone()));
+    CORKED.with(|list| list.borrow_mut().push((connection.clone(), at_uncork)));
     true
 }

@@ -2,7 +2,7 @@
 //! apart from the socket: a request head either gets a response (a static
 //! route, 404, 405, 426, or a rejection with its status) or becomes a
 //! WebSocket upgrade, possibly after the route's `upgrade` hook agrees. The
-//! driver reads the head and writes what is decided (`driver.rs`).
+//! reactor reads the head and writes what is decided (`reactor/entry.rs`).
 
 use switchboard_proto::http::{
     accept_key, error_response, parse_request_head, switching_protocols_response, validate_upgrade,

@@ -3,7 +3,7 @@
 //! bytes that arrived, what other threads queued, shutdown and the time,
 //! and it answers with frames to write (its [`WriteQueue`]), events for the
 //! connection's worker, and its next deadline. A thin loop drives it over
-//! a socket (`driver.rs`); the unit tests drive it with no socket at all.
+//! a socket (`reactor/entry.rs`); the unit tests drive it with no socket at all.
 //!
 //! One session serves every [`ConnectionKind`]: WebSocket (with or without
 //! permessage-deflate), and the Switchboard protocol on a byte stream or in
@@ -17,12 +17,13 @@
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use switchboard_proto::rpc::{MAX_HANDSHAKE_SIZE, PREFACE};
 use switchboard_proto::ws::deflate::{Compressor, Decompressor};
 use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
 
+mod closing;
 mod rpc;
 pub(crate) mod rpc_reader;
 mod timers;
@@ -34,7 +35,7 @@ mod tests;
 
 use crate::config::{ServerConfig, SlowConsumerPolicy};
 use crate::connection::{Connection, ConnectionKind};
-use crate::errors::{self, Failure};
+use crate::errors;
 use crate::events::{EventQueue, Record, TlsRecord, Transport, NO_ROUTE};
 use crate::opening::Accepted;
 use crate::outbound::{Eviction, OutItem, Outbound, Taken};
@@ -441,13 +442,6 @@ impl Machine {
         &self.server.queues[self.connection.worker()]
     }
 
-    /// Decide what the `close` event reports, unless it is decided already.
-    fn settle(&mut self, code: u16, reason: &str) {
-        if self.outcome.is_none() {
-            self.outcome = Some(Box::new((code, reason.to_owned())));
-        }
-    }
-
     fn kind(&self) -> ConnectionKind {
         self.connection.kind
     }
@@ -457,14 +451,6 @@ impl Machine {
             self.phase,
             Phase::Closed | Phase::Closing { reading: false, .. }
         )
-    }
-
-    fn is_closing(&self) -> bool {
-        matches!(self.phase, Phase::Closing { .. } | Phase::Closed)
-    }
-
-    fn close_deadline(&self, now: Instant) -> Instant {
-        now + self.config().close_timeout
     }
 
     fn on_eof(&mut self) -> Step {
@@ -548,100 +534,6 @@ impl Machine {
         self.writes.push_own(frame, &self.connection.outbound);
     }
 
-    /// Close because of an error: drop what is queued, say why, read no
-    /// more.
-    fn fail(&mut self, failure: Failure, now: Instant) {
-        self.fail_with(failure.status, failure.code, now);
-    }
-
-    fn fail_with(&mut self, code: u16, reason: &str, now: Instant) {
-        if !self.is_closing() {
-            self.writes.drop_unsent(&self.connection.outbound);
-            self.send_close(code, reason, now);
-        }
-        self.stop_reading();
-    }
-
-    fn stop_reading(&mut self) {
-        if let Phase::Closing { deadline, .. } = self.phase {
-            self.phase = Phase::Closing {
-                deadline,
-                reading: false,
-            };
-        }
-    }
-
-    /// Close from our side. A protocol connection first gets a GO_AWAY whose
-    /// code is the reason's `ERR_*` code; a protocol stream then just ends
-    /// (it has no closing handshake), a WebSocket starts its closing
-    /// handshake.
-    fn send_close(&mut self, code: u16, reason: &str, now: Instant) {
-        if self.is_closing() {
-            return;
-        }
-        if self.kind().is_rpc() {
-            // Only a code the protocol allows (§3: printable ASCII) goes on
-            // the wire; a reason that does not start with one gets the
-            // generic code.
-            let rpc_code = reason
-                .split(':')
-                .next()
-                .filter(|c| c.starts_with("ERR_") && switchboard_proto::rpc::is_code(c));
-            self.push_go_away(rpc_code.unwrap_or(errors::GOING_AWAY.code), reason);
-            if self.kind() == ConnectionKind::RpcStream {
-                self.last_frame_queued(code, reason, now);
-                return;
-            }
-        }
-        self.close_websocket(code, reason, now);
-    }
-
-    /// Close a protocol connection whose GO_AWAY JavaScript's peer already
-    /// queued (a violation it found): a second one would tell the client
-    /// two different last call ids.
-    fn close_after_go_away(&mut self, code: u16, reason: &str, now: Instant) {
-        if self.is_closing() {
-            return;
-        }
-        if self.kind() == ConnectionKind::RpcStream {
-            self.last_frame_queued(code, reason, now);
-        } else {
-            self.close_websocket(code, reason, now);
-        }
-    }
-
-    /// A protocol stream's last frame (a GO_AWAY) is queued: nothing more is
-    /// written or read, and a peer that does not take it gets
-    /// `close_timeout` before the connection is dropped.
-    fn last_frame_queued(&mut self, code: u16, reason: &str, now: Instant) {
-        self.phase = Phase::Closing {
-            deadline: self.close_deadline(now),
-            reading: false,
-        };
-        self.settle(code, reason);
-    }
-
-    /// The server is shutting down. A WebSocket (either kind) starts its
-    /// closing handshake; a protocol stream gets a GO_AWAY and drains: its
-    /// calls in flight complete until the peer closes or the close timeout.
-    fn go_away(&mut self, now: Instant) {
-        if !matches!(self.phase, Phase::Open | Phase::Handshake { .. }) {
-            return;
-        }
-        match self.kind() {
-            ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
-                self.send_close(1001, "server shutting down", now);
-            }
-            ConnectionKind::RpcStream | ConnectionKind::RpcWebSocket => {
-                self.push_go_away(errors::GOING_AWAY.code, "server shutting down");
-                self.phase = Phase::Draining {
-                    deadline: self.close_deadline(now),
-                };
-                self.settle(errors::GOING_AWAY.status, errors::GOING_AWAY.code);
-            }
-        }
-    }
-
     fn flush(
         &mut self,
         write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
@@ -693,23 +585,6 @@ impl Machine {
     fn deliver_owned(&mut self, payload: Vec<u8>) {
         self.count_message_in();
         self.queue().push_owned(self.connection.id, true, payload);
-    }
-
-    /// The idle timeout and ping interval of this connection.
-    fn heartbeat(&self) -> (Duration, Duration) {
-        match (self.kind(), self.route) {
-            // The protocol's heartbeat (§4): ping after one quiet interval,
-            // give up after two.
-            (ConnectionKind::RpcStream, _) | (_, None) => {
-                let interval =
-                    Duration::from_millis(u64::from(self.config().rpc.settings.heartbeat_ms));
-                (interval * 2, interval)
-            }
-            (_, Some(route)) => {
-                let route = &self.config().routes[route as usize];
-                (route.idle_timeout, route.ping_interval)
-            }
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! end of a closing handshake or a drain. The time is always given; the
 //! session never reads a clock.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use switchboard_proto::rpc;
 use switchboard_proto::ws::OpCode;
@@ -34,6 +34,22 @@ impl Liveness {
 }
 
 impl Machine {
+    /// The idle timeout and ping interval of this connection.
+    pub(super) fn heartbeat(&self) -> (Duration, Duration) {
+        match (self.kind(), self.route) {
+            // The protocol's heartbeat (§4): ping after one quiet interval,
+            // give up after two.
+            (ConnectionKind::RpcStream, _) | (_, None) => {
+                let interval =
+                    Duration::from_millis(u64::from(self.config().rpc.settings.heartbeat_ms));
+                (interval * 2, interval)
+            }
+            (_, Some(route)) => {
+                let route = &self.config().routes[route as usize];
+                (route.idle_timeout, route.ping_interval)
+            }
+        }
+    }
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         let mut deadline = match self.phase {
             Phase::Closing { deadline, .. } => return Some(deadline),
