@@ -221,3 +221,74 @@ fn defer(connection: &Arc<Connection>, at_uncork: AtUncork) -> bool {
     CORKED.with(|list| list.borrow_mut().push((connection.clone(), at_uncork)));
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{ErrorKind, Read};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::config::SlowConsumerPolicy;
+    use crate::wake::{IoWaker, WakeTarget};
+
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl IoWaker for Wakes {
+        fn connection(&self, _: usize, _: u32) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        fn room(&self, _: usize) {}
+    }
+
+    #[test]
+    fn a_corked_reply_is_written_by_the_sender_and_fan_out_by_the_io_thread() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        theirs.set_nonblocking(true).unwrap();
+        let wakes = Arc::new(Wakes::default());
+        let connection = Arc::new(Connection {
+            id: 1,
+            worker: 0,
+            kind: ConnectionKind::WebSocket,
+            outbound: Outbound::new(
+                1 << 20,
+                SlowConsumerPolicy::Drop,
+                WakeTarget::new(wakes.clone(), 0, 0),
+            ),
+            stats: Arc::new(Stats::default()),
+        });
+        // The I/O thread has nothing of its own in flight.
+        connection.outbound.release(Some(ours.as_raw_fd()));
+        let mut got = [0u8; 16];
+
+        cork();
+        connection.send_message(b"hi", false);
+        uncork();
+        assert_eq!(
+            theirs.read(&mut got).unwrap(),
+            4,
+            "the reply left at uncork"
+        );
+        assert_eq!(&got[..4], &[0x81, 2, b'h', b'i']);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
+
+        cork();
+        connection.enqueue_frame(&Bytes::from_static(&[0x81, 1, b'p']));
+        uncork();
+        let unread = theirs.read(&mut got).unwrap_err();
+        assert_eq!(
+            unread.kind(),
+            ErrorKind::WouldBlock,
+            "nothing written on this thread"
+        );
+        assert_eq!(
+            wakes.0.load(Ordering::SeqCst),
+            1,
+            "its I/O thread was woken"
+        );
+        assert_eq!(connection.outbound.buffered(), 3);
+    }
+}
