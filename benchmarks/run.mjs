@@ -329,6 +329,8 @@ for (const [i, item] of plan.entries()) {
     else if (run.timedOut) record.error = `the load generator did not finish in time and was stopped`;
     else if (run.code !== 0) record.error = `the load generator exited with ${run.code ?? run.signal}: ${run.stderr.trim().split('\n').slice(-3).join(' | ')}`;
     else if (!run.steps.length) record.error = 'the load generator printed no result';
+    // What the server printed is often why (a handler error, a replaced worker).
+    if (record.error && server.running()) record.server_output = server.output().trim().split('\n').slice(-20).join('\n') || undefined;
   } catch (err) {
     record.error = err.message;
   } finally {

@@ -41,6 +41,10 @@ const server = new Server({
   maxConnections: 1_000_000,
 });
 
+// A run that fails shows why in the server's output (the harness keeps its tail).
+server.on('workerReplaced', ({ worker, code }) => console.error(`worker ${worker} replaced: ${code}`));
+server.on('handlerError', (error) => console.error(`handler error: ${error?.message ?? error}`));
+
 const [address] = await server.listen(port, '127.0.0.1');
 process.stdout.write(`LISTENING ${address.port}\n`);
 

@@ -259,7 +259,7 @@ export class Server extends Operations {
       this.reportHandlerError(failure.error, { worker: 0, handler: failure.handler, connection: failure.connection }),
     );
     this.dispatcher = dispatcher;
-    handle.attachWorker(0, () => dispatcher.drain());
+    handle.attachWorker(0, () => dispatcher.wake());
   }
 
   private reportHandlerError(error: unknown, info: HandlerErrorInfo): void {

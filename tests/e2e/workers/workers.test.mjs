@@ -242,6 +242,31 @@ describe('worker threads', { timeout: 300000 }, () => {
     assert.equal(client.readyState, 1);
   });
 
+  test('a worker woken again while each drain runs keeps answering the watchdog', { timeout: 30000 }, async () => {
+    // Requests of 1 ms arrive one every 1 ms for 2.5 s: each drain handles
+    // what is there and ends, but the next request has arrived meanwhile
+    // and woken the worker again. Node runs such wake-ups back to
+    // back (up to 1,000) without returning to the event loop; a worker that
+    // drained inside each of them went silent for over a second and was
+    // replaced (every client got 1011). The client paces by spinning, so it
+    // runs in a process of its own (this one runs the server's watchdog).
+    const { server, url } = await start({ workers: 1, watchdogTimeout: 600, watchdogInterval: 100 });
+    const replaced = [];
+    server.on('workerReplaced', (info) => replaced.push(info));
+    const child = spawn(process.execPath, [path.join(here, 'paced-client.mjs'), url, '2500', '1.0'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 0, out);
+    const result = JSON.parse(out);
+    assert.ok(result.sent > 1000, `sent ${result.sent}`);
+    assert.deepEqual(replaced, []);
+    assert.equal(result.replies, result.sent, 'every request answered');
+    assert.equal(result.closeCode, null);
+  });
+
   test('a worker thread that exits is replaced (ERR_WORKER_EXITED)', { timeout: 30000 }, async () => {
     const { server, url } = await start({ workers: 2 });
     const replaced = [];

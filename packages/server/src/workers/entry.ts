@@ -46,7 +46,7 @@ port.on('message', (message: ToWorker) => {
         }),
       );
       dispatcher = d;
-      handle.attachWorker(index, () => d.drain());
+      handle.attachWorker(index, () => d.wake());
       post({ type: 'attached' });
       break;
     }
