@@ -86,16 +86,7 @@ impl Connection {
             self.outbound
                 .push(OutItem::Frame(framed.clone()), framed.len())
         };
-        // Fan-out is left to the I/O thread, even where the worker could
-        // write: it writes each recipient once per turn, however many
-        // publishes that turn brought, where a worker would write every
-        // recipient at the end of every batch (on loopback a write costs
-        // the receiver's side of TCP too: rooms of 1,000 clients
-        // overloaded the worker at 0.1M deliveries/s, where the I/O
-        // threads carry 8.7M).
-        if wake && !defer(self, AtUncork::Wake) {
-            self.outbound.wake();
-        }
+        self.woken(wake);
         status
     }
 
@@ -155,7 +146,7 @@ impl Connection {
 
     /// Wake the connection's thread now, or at the outermost `uncork`.
     fn woken(self: &Arc<Self>, wake: bool) {
-        if wake && !defer(self, AtUncork::WriteOrWake) {
+        if wake && !defer(self) {
             self.outbound.wake();
         }
     }
@@ -171,17 +162,7 @@ thread_local! {
     /// How deeply the calling thread is corked.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     /// Connections whose wake-up waits for the outermost [`uncork`].
-    static CORKED: RefCell<Vec<(Arc<Connection>, AtUncork)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// What the outermost [`uncork`] does for a connection sent to.
-#[derive(Clone, Copy)]
-enum AtUncork {
-    /// Write what is queued on this thread if the socket is released
-    /// (replies to the connection's own events), else wake its I/O thread.
-    WriteOrWake,
-    /// Wake its I/O thread (fan-out, see [`Connection::enqueue_frame`]).
-    Wake,
+    static CORKED: RefCell<Vec<Arc<Connection>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Defer wake-ups on this thread until [`uncork`]. Nests; only the
@@ -193,8 +174,7 @@ pub fn cork() {
 /// End a [`cork`]; the outermost one sends what was queued for every
 /// connection sent to since: written straight to its socket where its I/O
 /// thread has released it (the common case: a worker answering the
-/// messages it was given), else by that thread, woken now. Fan-out is
-/// always that thread's (see [`Connection::enqueue_frame`]).
+/// messages it was given), else by that thread, woken now.
 pub fn uncork() {
     let outermost = DEPTH.with(|depth| {
         let d = depth.get().saturating_sub(1);
@@ -203,92 +183,18 @@ pub fn uncork() {
     });
     if outermost {
         let corked = CORKED.with(|list| std::mem::take(&mut *list.borrow_mut()));
-        for (connection, at_uncork) in corked {
-            match at_uncork {
-                AtUncork::WriteOrWake => connection.flush_or_wake(),
-                AtUncork::Wake => connection.outbound.wake(),
-            }
+        for connection in corked {
+            connection.flush_or_wake();
         }
     }
 }
 
 /// When this thread is corked, remember `connection` for the outermost
 /// `uncork` and return true; otherwise return false (wake it now).
-fn defer(connection: &Arc<Connection>, at_uncork: AtUncork) -> bool {
+fn defer(connection: &Arc<Connection>) -> bool {
     if DEPTH.with(Cell::get) == 0 {
         return false;
     }
-    CORKED.with(|list| list.borrow_mut().push((connection.clone(), at_uncork)));
+    CORKED.with(|list| list.borrow_mut().push(connection.clone()));
     true
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::{ErrorKind, Read};
-    use std::os::fd::AsRawFd;
-    use std::os::unix::net::UnixStream;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::*;
-    use crate::config::SlowConsumerPolicy;
-    use crate::wake::{IoWaker, WakeTarget};
-
-    #[derive(Default)]
-    struct Wakes(AtomicUsize);
-
-    impl IoWaker for Wakes {
-        fn connection(&self, _: usize, _: u32) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-        fn room(&self, _: usize) {}
-    }
-
-    #[test]
-    fn a_corked_reply_is_written_by_the_sender_and_fan_out_by_the_io_thread() {
-        let (ours, mut theirs) = UnixStream::pair().unwrap();
-        ours.set_nonblocking(true).unwrap();
-        theirs.set_nonblocking(true).unwrap();
-        let wakes = Arc::new(Wakes::default());
-        let connection = Arc::new(Connection {
-            id: 1,
-            worker: 0,
-            kind: ConnectionKind::WebSocket,
-            outbound: Outbound::new(
-                1 << 20,
-                SlowConsumerPolicy::Drop,
-                WakeTarget::new(wakes.clone(), 0, 0),
-            ),
-            stats: Arc::new(Stats::default()),
-        });
-        // The I/O thread has nothing of its own in flight.
-        connection.outbound.release(Some(ours.as_raw_fd()));
-        let mut got = [0u8; 16];
-
-        cork();
-        connection.send_message(b"hi", false);
-        uncork();
-        assert_eq!(
-            theirs.read(&mut got).unwrap(),
-            4,
-            "the reply left at uncork"
-        );
-        assert_eq!(&got[..4], &[0x81, 2, b'h', b'i']);
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
-
-        cork();
-        connection.enqueue_frame(&Bytes::from_static(&[0x81, 1, b'p']));
-        uncork();
-        let unread = theirs.read(&mut got).unwrap_err();
-        assert_eq!(
-            unread.kind(),
-            ErrorKind::WouldBlock,
-            "nothing written on this thread"
-        );
-        assert_eq!(
-            wakes.0.load(Ordering::SeqCst),
-            1,
-            "its I/O thread was woken"
-        );
-        assert_eq!(connection.outbound.buffered(), 3);
-    }
 }
