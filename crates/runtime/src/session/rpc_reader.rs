@@ -228,6 +228,10 @@ mod tests {
     use switchboard_proto::rpc::{encode, encode_heartbeat, Settings};
 
     fn hello_bytes() -> Vec<u8> {
+        hello_with_data(b"token")
+    }
+
+    fn hello_with_data(data: &[u8]) -> Vec<u8> {
         let mut out = PREFACE.to_vec();
         let hello = Hello {
             settings: Settings {
@@ -239,7 +243,7 @@ mod tests {
                 features: 7,
             },
             codecs: vec!["raw"],
-            data: b"token",
+            data,
         };
         encode(&Frame::Hello(hello), &mut out);
         out
@@ -382,23 +386,7 @@ mod tests {
 
     #[test]
     fn a_hello_is_limited_by_the_handshake_limit_not_by_max_frame_size() {
-        let hello = |data_len: usize| {
-            let mut out = PREFACE.to_vec();
-            let hello = Hello {
-                settings: Settings {
-                    seed: switchboard_proto::rpc::uuid::seed_from_random([7; 16]),
-                    max_frame_size: 4096,
-                    initial_window: 4096,
-                    max_concurrent_calls: 8,
-                    heartbeat_ms: 0,
-                    features: 7,
-                },
-                codecs: vec!["raw"],
-                data: &vec![b't'; data_len],
-            };
-            encode(&Frame::Hello(hello), &mut out);
-            out
-        };
+        let hello = |data_len: usize| hello_with_data(&vec![b't'; data_len]);
         // Body: 36 bytes of settings, the codec list (1 + 1 + 3), the data.
         let fits = hello(MAX_HANDSHAKE_SIZE - 41);
         let mut reader = RpcReader::new(4096);
