@@ -165,18 +165,19 @@ impl Session {
             ),
             None => (rpc.max_backpressure, SlowConsumerPolicy::Close),
         };
+        let outbound = Outbound::new(max_backpressure, slow_consumer, waker);
+        let outbound = if kind.is_rpc() {
+            // The worker's peer pauses stream data at `Buffered` and
+            // resumes at `drain` (ARCHITECTURE.md, "Backpressure").
+            outbound.with_high_water(rpc_high_water(max_backpressure))
+        } else {
+            outbound
+        };
         let connection = Arc::new(Connection {
             id: accepted.id,
             worker: accepted.worker as u32,
             kind,
-            outbound: if kind.is_rpc() {
-                // The worker's peer pauses stream data at `Buffered` and
-                // resumes at `drain` (ARCHITECTURE.md, "Backpressure").
-                Outbound::new(max_backpressure, slow_consumer, waker)
-                    .with_high_water(rpc_high_water(max_backpressure))
-            } else {
-                Outbound::new(max_backpressure, slow_consumer, waker)
-            },
+            outbound,
             stats: server.stats.clone(),
         });
         server.register(&connection);
