@@ -160,6 +160,14 @@ fn echoes_and_counts() {
     let mut client = Client::connect(addr);
     client.send(OpCode::Binary, b"hello");
     assert_eq!(client.next(), (OpCode::Binary, b"hello".to_vec()));
+    // The sending thread counts the message once its write returned: the
+    // client can read the echo a moment before that.
+    for _ in 0..100 {
+        if server.stats().messages_out == 1 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
     let stats = server.stats();
     assert_eq!(stats.connections_open, 1);
     assert_eq!(stats.messages_in, 1);
