@@ -253,13 +253,17 @@ describe('backpressure', () => {
     slow.keepPayloads = false;
     try {
       const ws = await socketOf('slow');
-      const big = Buffer.alloc(4 * MiB, 3);
+      // Larger than the kernel can take while the client does not read
+      // (the send buffer grows to tcp_wmem's 4 MiB, plus the receiver's
+      // window): a 4 MiB message was once taken almost whole, leaving the
+      // queue under the limit.
+      const big = Buffer.alloc(6 * MiB, 3);
       const first = ws.send(big);
       assert.ok(first === SendStatus.SENT || first === SendStatus.BUFFERED, `an empty queue takes one large message (${first})`);
       await sleep(50);
       assert.equal(ws.send(Buffer.alloc(CHUNK)), SendStatus.DROPPED, 'the next one passes the limit: evicted');
       // Read in sips: one read (at most 64 KiB) every 40 ms, under 2 MiB/s,
-      // so the rest of the 4 MiB frame takes several times the close timeout.
+      // so the rest of the 6 MiB frame takes several times the close timeout.
       slow.startReading();
       slow.socket.on('data', () => slow.socket.pause());
       const sips = setInterval(() => slow.socket.resume(), 40);
