@@ -118,6 +118,26 @@ export interface HeaderOptions {
   value: string
 }
 
+/** Options of plain HTTP requests (`ServerOptions.http` in TypeScript). */
+export interface HttpOptions {
+  maxUrlBytes?: number
+  maxBodyBytes?: number
+  headerTimeoutMs?: number
+  bodyTimeoutMs?: number
+  keepAliveTimeoutMs?: number
+  maxPipelined?: number
+  maxBackpressure?: number
+}
+
+/** One HTTP route (`app.get(pattern, ...)` and the other methods). */
+export interface HttpRouteOptions {
+  /** Uppercase method; absent for every method (`app.all`). */
+  method?: string
+  pattern: string
+  /** The route's own body limit (`bodyLimit`). */
+  maxBodyBytes?: number
+}
+
 /** An address the server listens on. */
 export interface ListenAddress {
   host: string
@@ -160,6 +180,8 @@ export interface RpcOptions {
 export interface ServerOptions {
   routes: Array<RouteOptions>
   staticRoutes?: Array<StaticRouteOptions>
+  httpRoutes?: Array<HttpRouteOptions>
+  http?: HttpOptions
   workers: number
   ioThreads?: number
   maxConnections?: number
@@ -202,6 +224,7 @@ export interface StatsJs {
   bytesOut: number
   messagesDropped: number
   protocolErrors: number
+  httpRequests: number
   outboundBufferedBytes: number
   channels: number
   subscriptions: number

@@ -6,7 +6,19 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeBatch, KIND_CLOSE, KIND_DRAIN, KIND_MESSAGE, KIND_OPEN, KIND_RPC_OPEN, KIND_UPGRADE } from '../../packages/server/dist/esm/internal/events.js';
+import {
+  decodeBatch,
+  KIND_CLOSE,
+  KIND_DRAIN,
+  KIND_HTTP_BODY,
+  KIND_HTTP_BODY_ERROR,
+  KIND_HTTP_OPEN,
+  KIND_HTTP_REQUEST,
+  KIND_MESSAGE,
+  KIND_OPEN,
+  KIND_RPC_OPEN,
+  KIND_UPGRADE,
+} from '../../packages/server/dist/esm/internal/events.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const vectors = JSON.parse(readFileSync(path.join(root, 'spec', 'events', 'records.json'), 'utf8'));
@@ -19,6 +31,10 @@ const KINDS = {
   close: KIND_CLOSE,
   drain: KIND_DRAIN,
   rpcOpen: KIND_RPC_OPEN,
+  httpOpen: KIND_HTTP_OPEN,
+  httpRequest: KIND_HTTP_REQUEST,
+  httpBody: KIND_HTTP_BODY,
+  httpBodyError: KIND_HTTP_BODY_ERROR,
 };
 
 /** The buffer a `messageOwned` vector points at (index 0 is the batch). */
@@ -51,6 +67,24 @@ function expected(record, owned) {
       return { kind: KIND_DRAIN, id: record.id };
     case 'rpcOpen':
       return { kind: KIND_RPC_OPEN, id: record.id, route: record.route, transport: record.transport, remoteAddress: record.remoteAddress, tls, hello: hex(record.hello), welcome: hex(record.welcome) };
+    case 'httpOpen':
+      return { kind: KIND_HTTP_OPEN, id: record.id, remoteAddress: record.remoteAddress, tls };
+    case 'httpRequest':
+      return {
+        kind: KIND_HTTP_REQUEST,
+        id: record.id,
+        route: record.route,
+        method: record.method,
+        flags: record.flags,
+        path: record.path,
+        query: record.query,
+        params: record.params,
+        headers: hex(record.headers),
+      };
+    case 'httpBody':
+      return { kind: KIND_HTTP_BODY, id: record.id, last: record.last, data: hex(record.data) };
+    case 'httpBodyError':
+      return { kind: KIND_HTTP_BODY_ERROR, id: record.id, status: record.status, reason: record.reason };
     default:
       throw new Error(`unknown kind ${record.kind}`);
   }

@@ -104,6 +104,7 @@ pub struct StatsJs {
     pub bytes_out: i64,
     pub messages_dropped: i64,
     pub protocol_errors: i64,
+    pub http_requests: i64,
     pub outbound_buffered_bytes: i64,
     pub channels: i64,
     pub subscriptions: i64,
@@ -383,6 +384,7 @@ impl ServerHandle {
             bytes_out: s.bytes_out as i64,
             messages_dropped: s.messages_dropped as i64,
             protocol_errors: s.protocol_errors as i64,
+            http_requests: s.http_requests as i64,
             outbound_buffered_bytes: s.outbound_buffered_bytes as i64,
             channels: s.channels as i64,
             subscriptions: s.subscriptions as i64,
@@ -487,10 +489,7 @@ pub fn error_catalog() -> Vec<ErrorCodeInfo> {
     let runtime = switchboard_runtime::errors::ALL
         .iter()
         .map(|failure| (failure.code, failure.status, failure.description));
-    switchboard_proto::ws::ALL_ERROR_CODES
-        .iter()
-        .chain(switchboard_proto::http::ALL_ERROR_CODES)
-        .chain(switchboard_proto::rpc::ALL_ERROR_CODES)
+    switchboard_proto::all_error_codes()
         .copied()
         .chain(runtime)
         .map(|entry| with_value(&entry))

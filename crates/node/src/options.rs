@@ -9,7 +9,9 @@ use napi::{Error, Result, Status};
 use napi_derive::napi;
 use switchboard_proto::rpc::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
-use switchboard_runtime::{RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute};
+use switchboard_runtime::{
+    HttpRouteConfig, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute,
+};
 
 /// permessage-deflate options of a route.
 #[napi(object)]
@@ -52,6 +54,28 @@ pub struct StaticRouteOptions {
     pub headers: Option<Vec<HeaderOptions>>,
 }
 
+/// One HTTP route (`app.get(pattern, ...)` and the other methods).
+#[napi(object)]
+pub struct HttpRouteOptions {
+    /// Uppercase method; absent for every method (`app.all`).
+    pub method: Option<String>,
+    pub pattern: String,
+    /// The route's own body limit (`bodyLimit`).
+    pub max_body_bytes: Option<f64>,
+}
+
+/// Options of plain HTTP requests (`ServerOptions.http` in TypeScript).
+#[napi(object)]
+pub struct HttpOptions {
+    pub max_url_bytes: Option<u32>,
+    pub max_body_bytes: Option<f64>,
+    pub header_timeout_ms: Option<u32>,
+    pub body_timeout_ms: Option<u32>,
+    pub keep_alive_timeout_ms: Option<u32>,
+    pub max_pipelined: Option<u32>,
+    pub max_backpressure: Option<u32>,
+}
+
 /// One response header.
 #[napi(object)]
 pub struct HeaderOptions {
@@ -64,6 +88,8 @@ pub struct HeaderOptions {
 pub struct ServerOptions {
     pub routes: Vec<RouteOptions>,
     pub static_routes: Option<Vec<StaticRouteOptions>>,
+    pub http_routes: Option<Vec<HttpRouteOptions>>,
+    pub http: Option<HttpOptions>,
     pub workers: u32,
     pub io_threads: Option<u32>,
     pub max_connections: Option<u32>,
@@ -323,6 +349,17 @@ fn rpc(options: RpcOptions) -> Result<RpcConfig> {
     Ok(config)
 }
 
+/// A byte count JavaScript passes as a number (limits may pass 4 GiB).
+fn byte_count(v: f64) -> Result<u64> {
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
+        Ok(v as u64)
+    } else {
+        Err(invalid(format!(
+            "ERR_INVALID_OPTION: a byte limit must be a whole number >= 0, got {v}"
+        )))
+    }
+}
+
 pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     let mut config = ServerConfig {
         workers: options.workers.max(1) as usize,
@@ -333,6 +370,37 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     }
     for s in options.static_routes.unwrap_or_default() {
         config.static_routes.push(static_route(s)?);
+    }
+    for r in options.http_routes.unwrap_or_default() {
+        config.http_routes.push(HttpRouteConfig {
+            method: r.method,
+            pattern: r.pattern,
+            max_body_bytes: r.max_body_bytes.map(byte_count).transpose()?,
+        });
+    }
+    if let Some(http) = options.http {
+        let c = &mut config.http;
+        if let Some(v) = http.max_url_bytes {
+            c.max_url_bytes = v as usize;
+        }
+        if let Some(v) = http.max_body_bytes {
+            c.max_body_bytes = byte_count(v)?;
+        }
+        if let Some(v) = http.header_timeout_ms {
+            c.header_timeout = ms(v);
+        }
+        if let Some(v) = http.body_timeout_ms {
+            c.body_timeout = ms(v);
+        }
+        if let Some(v) = http.keep_alive_timeout_ms {
+            c.keep_alive_timeout = ms(v);
+        }
+        if let Some(v) = http.max_pipelined {
+            c.max_pipelined = (v as usize).max(1);
+        }
+        if let Some(v) = http.max_backpressure {
+            c.max_backpressure = v as usize;
+        }
     }
     if let Some(v) = options.io_threads {
         config.io_threads = (v as usize).max(1);

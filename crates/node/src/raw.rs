@@ -1,5 +1,6 @@
-//! `send` and `publish`, the calls a handler makes per message, written
-//! against raw Node-API instead of through `#[napi]`.
+//! `send`, `publish`, `httpRespond` and `httpWrite`, the calls a handler
+//! makes per message or request, written against raw Node-API instead of
+//! through `#[napi]`.
 //!
 //! napi-rs 3 wraps every generated function with arguments in a "native
 //! borrow scope": an `Arc<Mutex<..>>` allocated and freed per call plus
@@ -203,12 +204,122 @@ unsafe extern "C" fn publish(env: sys::napi_env, info: sys::napi_callback_info) 
     }
 }
 
+thread_local! {
+    /// A response's header lines and a string body, converted to UTF-8:
+    /// one buffer each per thread, reused across calls.
+    static HEADERS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A body argument: a typed array's bytes as they are, or a string as
+/// UTF-8 in `scratch`.
+///
+/// SAFETY: as `bytes_of`.
+unsafe fn body_of(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    scratch: &mut Vec<u8>,
+) -> Option<&[u8]> {
+    // SAFETY: as above.
+    unsafe {
+        if let Some(bytes) = bytes_of(env, value) {
+            return Some(bytes);
+        }
+        string_of(env, value, scratch)?;
+    }
+    Some(scratch.as_slice())
+}
+
+/// `httpRespond(server, connection, status, headers, body, flags, length)`:
+/// queue a response (`switchboard_runtime::http::respond`); `headers` is a
+/// string of `Name: value\r\n` lines, `body` a string or bytes. Returns
+/// the send status (3 when the connection is gone).
+unsafe extern "C" fn http_respond(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: N-API calls us with the callback's own `env` and `info`.
+    unsafe {
+        let Some([server, connection, status, headers, body, flags, length]) =
+            arguments::<7>(env, info)
+        else {
+            return throw_bad_arguments(env);
+        };
+        let outcome = HEADERS.with(|head| {
+            TEXT.with(|text| {
+                let (mut head, mut text) = (head.borrow_mut(), text.borrow_mut());
+                let (Some(server), Some(connection), Some(status), Some(()), Some(flags)) = (
+                    u32_of(env, server),
+                    i64_of(env, connection),
+                    u32_of(env, status),
+                    string_of(env, headers, &mut head),
+                    u32_of(env, flags),
+                ) else {
+                    return None;
+                };
+                let body = body_of(env, body, &mut text)?;
+                let length = i64_of(env, length).unwrap_or(0).max(0) as u64;
+                let parts = switchboard_runtime::http::ResponseParts {
+                    status: u16::try_from(status).ok()?,
+                    headers: &head,
+                    body,
+                    flags,
+                    length,
+                };
+                Some(with_server(server, |s| {
+                    s.http_respond(id_from_js(connection), &parts) as u32
+                }))
+            })
+        });
+        match outcome {
+            Some(status) => number(env, status.unwrap_or(3)),
+            None => throw_bad_arguments(env),
+        }
+    }
+}
+
+/// `httpWrite(server, connection, data, flags)`: the next piece of a
+/// streamed response (`switchboard_runtime::http::respond::write`).
+unsafe extern "C" fn http_write(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: N-API calls us with the callback's own `env` and `info`.
+    unsafe {
+        let Some([server, connection, data, flags]) = arguments::<4>(env, info) else {
+            return throw_bad_arguments(env);
+        };
+        let outcome = TEXT.with(|text| {
+            let mut text = text.borrow_mut();
+            let (Some(server), Some(connection), Some(flags)) = (
+                u32_of(env, server),
+                i64_of(env, connection),
+                u32_of(env, flags),
+            ) else {
+                return None;
+            };
+            let data = body_of(env, data, &mut text)?;
+            Some(with_server(server, |s| {
+                s.http_write(id_from_js(connection), data, flags) as u32
+            }))
+        });
+        match outcome {
+            Some(status) => number(env, status.unwrap_or(3)),
+            None => throw_bad_arguments(env),
+        }
+    }
+}
+
 /// Add the raw functions to the module's exports.
 ///
 /// SAFETY: `env` and `exports` are the module initialiser's.
 pub unsafe fn register(env: sys::napi_env, exports: sys::napi_value) -> napi::Result<()> {
-    let functions: [(&[u8], sys::napi_callback); 2] =
-        [(b"send\0", Some(send)), (b"publish\0", Some(publish))];
+    let functions: [(&[u8], sys::napi_callback); 4] = [
+        (b"send\0", Some(send)),
+        (b"publish\0", Some(publish)),
+        (b"httpRespond\0", Some(http_respond)),
+        (b"httpWrite\0", Some(http_write)),
+    ];
     for (name, callback) in functions {
         let mut function = ptr::null_mut();
         // SAFETY: `name` is NUL-terminated (length -1 = up to the NUL); the
@@ -229,7 +340,7 @@ pub unsafe fn register(env: sys::napi_env, exports: sys::napi_value) -> napi::Re
         };
         if created != sys::Status::napi_ok || set != sys::Status::napi_ok {
             return Err(napi::Error::from_reason(
-                "cannot register the native send/publish functions",
+                "cannot register the native send/publish/http functions",
             ));
         }
     }

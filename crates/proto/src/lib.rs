@@ -13,6 +13,9 @@
 //!
 //! - [`http`]: parse a request head, validate a WebSocket upgrade, build the
 //!   `101` or error response;
+//! - [`http1`]: a strict HTTP/1.1 request codec (RFC 9112) for plain HTTP
+//!   requests, keep-alive and pipelined: zero-copy head parser, body
+//!   decoder (length or chunked), response framing;
 //! - [`ws`]: decode frames into events, encode frames, negotiate and apply
 //!   compression;
 //! - [`rpc`]: the RPC protocol's frames, codec, UUIDs, handshake and
@@ -26,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod http;
+pub mod http1;
 pub mod rpc;
 pub mod ws;
 
@@ -37,11 +41,14 @@ pub(crate) mod test_util;
 
 /// Every error code of this crate as `(code, close code or HTTP status,
 /// description)`: the WebSocket codes ([`ws::ALL_ERROR_CODES`]) followed by
-/// the handshake codes ([`http::ALL_ERROR_CODES`]), then the RPC protocol's
-/// ([`rpc::ALL_ERROR_CODES`], with WebSocket close codes).
+/// the handshake codes ([`http::ALL_ERROR_CODES`]), the RPC protocol's
+/// ([`rpc::ALL_ERROR_CODES`], with WebSocket close codes), then the codes
+/// the HTTP/1.1 request codec adds ([`http1::ALL_ERROR_CODES`]; it shares
+/// the handshake's 400, 431 and 505 codes).
 pub fn all_error_codes() -> impl Iterator<Item = &'static (&'static str, u16, &'static str)> {
     ws::ALL_ERROR_CODES
         .iter()
         .chain(http::ALL_ERROR_CODES.iter())
         .chain(rpc::ALL_ERROR_CODES.iter())
+        .chain(http1::ALL_ERROR_CODES.iter())
 }

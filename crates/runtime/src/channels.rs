@@ -72,6 +72,9 @@ impl<'a> Framings<'a> {
                 Some(frame) => frame,
                 None => return SendStatus::Dropped,
             },
+            // An HTTP connection takes responses only (a channel's messages
+            // would break its framing).
+            ConnectionKind::Http => return SendStatus::Closed,
         };
         connection.enqueue_frame(frame)
     }

@@ -104,6 +104,66 @@ pub struct StaticRoute {
     pub headers: Vec<(String, String)>,
 }
 
+/// One HTTP route (`app.get(pattern, ...handlers)` and the other methods):
+/// requests that match it go to the JavaScript handlers registered with
+/// the same index, in the worker the connection is pinned to.
+#[derive(Clone, Debug)]
+pub struct HttpRouteConfig {
+    /// An uppercase method (`GET`, `POST`, ...), or `None` for every method
+    /// (`app.all`).
+    pub method: Option<String>,
+    /// `/users/:id`, `/files/*`: see `http::router` for the syntax.
+    pub pattern: String,
+    /// This route's own request body limit, in place of
+    /// [`HttpConfig::max_body_bytes`].
+    pub max_body_bytes: Option<u64>,
+}
+
+/// Options of plain HTTP requests (on the same listeners as WebSocket).
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// Longest request-target; longer ones get `414`. Default 8 KiB
+    /// (`switchboard_proto::http1::DEFAULT_MAX_URL_BYTES`).
+    pub max_url_bytes: usize,
+    /// Largest request body, decoded (chunked framing not counted); larger
+    /// ones get `413`. Default 1 MiB, fastify's `bodyLimit`: routes that
+    /// take uploads raise it for themselves
+    /// ([`HttpRouteConfig::max_body_bytes`]).
+    pub max_body_bytes: u64,
+    /// Time a client has to send a whole request head, from its first
+    /// byte; then `408` (slowloris). Default 10 s, like `handshake_timeout`
+    /// (which applies to a connection's first request).
+    pub header_timeout: Duration,
+    /// Time a request body may make no progress; then `408`. Default 30 s.
+    pub body_timeout: Duration,
+    /// Time an idle keep-alive connection (no request in progress, every
+    /// response written) stays open. Default 5 s, Node's `keepAliveTimeout`.
+    pub keep_alive_timeout: Duration,
+    /// Requests of one connection handed to JavaScript whose responses
+    /// have not ended; a pipelining client's further requests wait in the
+    /// socket until one does. Default 16.
+    pub max_pipelined: usize,
+    /// Bytes of responses a connection may have queued for writing; past
+    /// it the connection is closed (a response cannot be dropped the way a
+    /// WebSocket message can). From a quarter of it a write reports
+    /// `BUFFERED` and a `drain` follows. Default 16 MiB.
+    pub max_backpressure: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            max_url_bytes: switchboard_proto::http1::DEFAULT_MAX_URL_BYTES,
+            max_body_bytes: 1024 * 1024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(5),
+            max_pipelined: 16,
+            max_backpressure: 16 * 1024 * 1024,
+        }
+    }
+}
+
 /// Options of the Switchboard protocol's connections (RPC listeners, and
 /// WebSocket routes with `rpc`).
 #[derive(Clone, Debug)]
@@ -138,6 +198,10 @@ impl Default for RpcConfig {
 pub struct ServerConfig {
     pub routes: Vec<RouteConfig>,
     pub static_routes: Vec<StaticRoute>,
+    /// HTTP routes; their index is the route number JavaScript receives.
+    pub http_routes: Vec<HttpRouteConfig>,
+    /// Plain HTTP requests' options.
+    pub http: HttpConfig,
     /// Number of JavaScript workers that receive events (at least 1: with
     /// zero worker threads the main thread is the single worker).
     pub workers: usize,
@@ -184,6 +248,8 @@ impl Default for ServerConfig {
         Self {
             routes: Vec::new(),
             static_routes: Vec::new(),
+            http_routes: Vec::new(),
+            http: HttpConfig::default(),
             workers: 1,
             io_threads: std::thread::available_parallelism()
                 .map(|n| n.get())

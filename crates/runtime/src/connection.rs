@@ -28,6 +28,10 @@ pub enum ConnectionKind {
     /// The Switchboard protocol in WebSocket binary messages (subprotocol
     /// `switchboard.v1`).
     RpcWebSocket,
+    /// HTTP/1.1 requests and responses (`http/`): what JavaScript sends is
+    /// responses, framed by `http::respond`; it is never a recipient of a
+    /// message or a publish.
+    Http,
 }
 
 impl ConnectionKind {
@@ -38,7 +42,7 @@ impl ConnectionKind {
 
     /// Whether its bytes are WebSocket frames.
     pub fn is_websocket(self) -> bool {
-        !matches!(self, Self::RpcStream)
+        !matches!(self, Self::RpcStream | Self::Http)
     }
 }
 
@@ -106,6 +110,8 @@ impl Connection {
             }
             // Protocol frames, already framed by the worker's peer.
             ConnectionKind::RpcStream => self.outbound.push_frame_copy(payload),
+            // Responses go through `http::respond`, never as messages.
+            ConnectionKind::Http => return SendStatus::Closed,
         };
         self.woken(wake);
         status
@@ -123,6 +129,7 @@ impl Connection {
             // Protocol frames, already framed by the worker's peer.
             ConnectionKind::RpcStream => &header[..0],
             ConnectionKind::WebSocketDeflate => return None,
+            ConnectionKind::Http => return Some(SendStatus::Closed),
         };
         let (status, wake) = self.outbound.send_direct(head, payload, &self.stats)?;
         self.woken(wake);
@@ -145,7 +152,7 @@ impl Connection {
     }
 
     /// Wake the connection's thread now, or at the outermost `uncork`.
-    fn woken(self: &Arc<Self>, wake: bool) {
+    pub(crate) fn woken(self: &Arc<Self>, wake: bool) {
         if wake && !defer(self) {
             self.outbound.wake();
         }

@@ -88,7 +88,7 @@ pub const HTTP_METHOD_NOT_ALLOWED: Failure = Failure::new(
     "ERR_HTTP_METHOD_NOT_ALLOWED",
     405,
     "",
-    "A static route was asked with a method other than GET or HEAD.",
+    "The path has routes, none for the request's method (the `Allow` header lists those it has).",
 );
 pub const WS_NO_ROUTE: Failure = Failure::new(
     "ERR_WS_NO_ROUTE",

@@ -1,13 +1,15 @@
 //! The HTTP/1.1 phase of a connection on an HTTP listener, as decisions
-//! apart from the socket: a request head either gets a response (a static
-//! route, 404, 405, 426, or a rejection with its status) or becomes a
-//! WebSocket upgrade, possibly after the route's `upgrade` hook agrees. The
-//! reactor reads the head and writes what is decided (`reactor/entry.rs`).
+//! apart from the socket: a first request that asks for a WebSocket either
+//! gets a response (a rejection with its status) or becomes an upgrade,
+//! possibly after the route's `upgrade` hook agrees; any other request
+//! starts an HTTP session (`session/http.rs`). The reactor reads the head
+//! and writes what is decided (`reactor/entry.rs`).
 
 use switchboard_proto::http::{
     accept_key, error_response, parse_request_head, switching_protocols_response, validate_upgrade,
     HandshakeError, HeadLimits, RequestHead,
 };
+use switchboard_proto::http1;
 use switchboard_proto::ws::deflate::{self, DeflateParams};
 
 use crate::config::{RouteConfig, ServerConfig};
@@ -29,6 +31,15 @@ impl Response {
     pub(crate) fn failure(failure: Failure, headers: &[(&str, &str)]) -> Self {
         Self {
             bytes: error_response(failure.status, &failure.reason(), headers),
+            rejected: true,
+        }
+    }
+
+    /// A request the strict parser refused: its status, then close.
+    pub(crate) fn http_error(error: http1::HttpError) -> Self {
+        let reason = format!("{}: {}", error.code(), error);
+        Self {
+            bytes: error_response(error.status(), &reason, &[]),
             rejected: true,
         }
     }
@@ -64,6 +75,28 @@ pub(crate) fn parse_head(
     parse_request_head(buffer, &limits).map_err(Response::handshake_error)
 }
 
+/// The limits of every request head, from the server's options.
+pub(crate) fn head_limits(config: &ServerConfig) -> http1::Limits {
+    http1::Limits {
+        max_head_bytes: config.max_head_bytes,
+        max_headers: config.max_headers,
+        max_url_bytes: config.http.max_url_bytes,
+    }
+}
+
+/// Whether a request asks for a WebSocket: anything else (no `Upgrade`, or
+/// one for another protocol, which a server may ignore: RFC 9110 §7.8) is
+/// a plain HTTP request for the HTTP session (`session/http.rs`).
+pub(crate) fn wants_websocket(head: &http1::RequestHead<'_, '_>) -> bool {
+    head.upgrade
+        && head.headers().any(|(name, value)| {
+            name.eq_ignore_ascii_case("upgrade")
+                && value
+                    .split(|&b| b == b',')
+                    .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"websocket"))
+        })
+}
+
 /// What to do with a request.
 pub(crate) enum Decision {
     Respond(Response),
@@ -85,9 +118,6 @@ pub(crate) struct Upgrade {
 
 /// Decide what a request gets.
 pub(crate) fn decide(head: RequestHead, config: &ServerConfig) -> Decision {
-    if head.header("upgrade").is_none() {
-        return Decision::Respond(serve_plain(&head, config));
-    }
     let Some((route_index, route)) = config
         .routes
         .iter()
@@ -215,42 +245,4 @@ fn choose_protocol(route: &RouteConfig, offered: &[String]) -> Option<String> {
         .iter()
         .find(|p| route.protocols.iter().any(|ours| ours == *p))
         .cloned()
-}
-
-/// A request without `Upgrade`: a static route, or 404 / 405 / 426.
-fn serve_plain(head: &RequestHead, config: &ServerConfig) -> Response {
-    let found = config.static_routes.iter().find(|r| r.path == head.path);
-    match found {
-        Some(route) if head.method == "GET" || head.method == "HEAD" => {
-            let mut text = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-                route.content_type,
-                route.body.len()
-            );
-            // The route's own headers (checked when it was registered); a
-            // Cache-Control of its own replaces the default.
-            let mut cache_control = false;
-            for (name, value) in &route.headers {
-                cache_control |= name.eq_ignore_ascii_case("cache-control");
-                text.push_str(&format!("{name}: {value}\r\n"));
-            }
-            if !cache_control {
-                text.push_str("Cache-Control: no-cache\r\n");
-            }
-            text.push_str("\r\n");
-            let mut bytes = text.into_bytes();
-            if head.method == "GET" {
-                bytes.extend_from_slice(&route.body);
-            }
-            Response {
-                bytes,
-                rejected: false,
-            }
-        }
-        Some(_) => Response::failure(errors::HTTP_METHOD_NOT_ALLOWED, &[("Allow", "GET, HEAD")]),
-        None if config.routes.iter().any(|r| r.matches(&head.path)) => {
-            Response::failure(errors::WS_UPGRADE_REQUIRED, &[("Upgrade", "websocket")])
-        }
-        None => Response::failure(errors::HTTP_NOT_FOUND, &[]),
-    }
 }

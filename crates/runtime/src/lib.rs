@@ -28,6 +28,7 @@ pub mod fd_limit;
 mod fd_write;
 pub mod framing;
 mod handshake;
+pub mod http;
 mod opening;
 pub mod outbound;
 mod reactor;
@@ -40,7 +41,8 @@ pub mod tls;
 pub mod wake;
 
 pub use config::{
-    ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute,
+    HttpConfig, HttpRouteConfig, ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig,
+    SlowConsumerPolicy, StaticRoute,
 };
 pub use connection::{cork, uncork, ConnectionKind};
 pub use outbound::SendStatus;

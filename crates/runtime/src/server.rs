@@ -11,7 +11,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::config::{ListenerConfig, Protocol, ServerConfig};
-use crate::connection::Connection;
+use crate::connection::{Connection, ConnectionKind};
 use crate::errors;
 use crate::events::EventQueue;
 use crate::outbound::{Eviction, OutItem, SendStatus};
@@ -31,7 +31,9 @@ impl Server {
     /// Start the I/O threads. Nothing listens until [`Server::listen`].
     pub fn new(config: ServerConfig) -> io::Result<Arc<Self>> {
         let threads = config.io_threads.max(1);
-        let state = Arc::new(ServerState::new(config));
+        let state = Arc::new(
+            ServerState::new(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+        );
         let io = IoThreads::start(&state, threads)?;
         Ok(Arc::new(Self {
             state,
@@ -109,6 +111,27 @@ impl Server {
         let status = connection.send_message(data, binary);
         self.state.count_sent(status);
         status
+    }
+
+    /// Queue a response (or its head and first piece) on an HTTP
+    /// connection (`http::respond`).
+    pub fn http_respond(&self, conn: u64, parts: &crate::http::ResponseParts<'_>) -> SendStatus {
+        match self.state.connection(conn) {
+            Some(connection) if connection.kind == ConnectionKind::Http => {
+                crate::http::respond::respond(&connection, parts)
+            }
+            _ => SendStatus::Closed,
+        }
+    }
+
+    /// Queue the next piece of a streamed response (`http::respond::write`).
+    pub fn http_write(&self, conn: u64, data: &[u8], flags: u32) -> SendStatus {
+        match self.state.connection(conn) {
+            Some(connection) if connection.kind == ConnectionKind::Http => {
+                crate::http::respond::write(&connection, data, flags)
+            }
+            _ => SendStatus::Closed,
+        }
     }
 
     /// Start the closing handshake of a connection. `go_away`: a protocol
@@ -210,6 +233,7 @@ impl Server {
             bytes_out: stats::get(&s.bytes_out),
             messages_dropped: stats::get(&s.messages_dropped),
             protocol_errors: stats::get(&s.protocol_errors),
+            http_requests: stats::get(&s.http_requests),
             outbound_buffered_bytes: outbound,
             channels: registry.channel_count() as u64,
             subscriptions: registry.subscription_count() as u64,

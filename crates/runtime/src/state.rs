@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::config::ServerConfig;
 use crate::connection::Connection;
 use crate::events::{EventQueue, Record};
+use crate::http::routes::{InvalidRoute, Routes};
 use crate::outbound::SendStatus;
 use crate::stats::{self, Stats, WorkerStats};
 
@@ -58,6 +59,8 @@ impl Outcomes {
 
 pub struct ServerState {
     pub config: ServerConfig,
+    /// The HTTP routes and fixed responses, matched by the I/O threads.
+    pub(crate) http_routes: Routes,
     pub queues: Vec<Arc<EventQueue>>,
     pub worker_stats: Vec<WorkerStats>,
     /// Keyed by ids the server allocates itself, so a fast non-randomised
@@ -77,9 +80,13 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    pub fn new(config: ServerConfig) -> Self {
+    /// The state of a server with `config`; fails when an HTTP route
+    /// cannot be put in the route table.
+    pub fn new(config: ServerConfig) -> Result<Self, InvalidRoute> {
         let workers = config.workers.max(1);
-        Self {
+        let http_routes = Routes::new(&config)?;
+        Ok(Self {
+            http_routes,
             queues: (0..workers)
                 .map(|worker| Arc::new(EventQueue::new(worker, config.max_worker_queue_bytes)))
                 .collect(),
@@ -93,7 +100,7 @@ impl ServerState {
             next_id: AtomicU64::new(1),
             next_worker: AtomicUsize::new(0),
             config,
-        }
+        })
     }
 
     /// Ids of connections and virtual sockets share one space, so a number
@@ -141,18 +148,22 @@ impl ServerState {
     }
 
     /// A connection ended: unreachable from now on, out of every channel,
-    /// and its worker hears its last event.
-    pub fn unregister(&self, connection: &Connection, code: u16, reason: &str) {
+    /// and its worker hears its last event (with `notify`: an HTTP
+    /// connection whose requests were all answered natively is unknown to
+    /// its worker).
+    pub fn unregister(&self, connection: &Connection, code: u16, reason: &str, notify: bool) {
         connection.outbound.close();
         self.connections.write().remove(&connection.id);
         self.registry.write().remove_subscriber(connection.id);
         stats::sub(&self.stats.connections_open, 1);
         stats::sub(&self.worker_stats[connection.worker()].connections_open, 1);
-        self.queues[connection.worker()].push(&Record::Close {
-            id: connection.id,
-            code,
-            reason,
-        });
+        if notify {
+            self.queues[connection.worker()].push(&Record::Close {
+                id: connection.id,
+                code,
+                reason,
+            });
+        }
     }
 
     pub fn count_sent(&self, status: SendStatus) {

@@ -18,6 +18,8 @@ pub struct Stats {
     /// Messages refused by a full queue (slow-consumer policy).
     pub messages_dropped: AtomicU64,
     pub protocol_errors: AtomicU64,
+    /// HTTP requests read (answered natively or handed to JavaScript).
+    pub http_requests: AtomicU64,
 }
 
 /// Counters of one worker.
@@ -51,6 +53,7 @@ pub struct StatsSnapshot {
     pub bytes_out: u64,
     pub messages_dropped: u64,
     pub protocol_errors: u64,
+    pub http_requests: u64,
     /// Bytes queued for writing over all connections.
     pub outbound_buffered_bytes: u64,
     pub channels: u64,

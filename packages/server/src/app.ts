@@ -2,7 +2,7 @@
  * The application: routes and their handlers, registered by the app module
  * in every worker (`defineApp`), plus the operations every thread has.
  */
-import type { NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from './native.js';
+import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from './native.js';
 import { Operations } from './operations.js';
 import type { RouteOptions, StaticResponse } from './options.js';
 import { nativeRoute, nativeStaticRoute } from './options.js';
@@ -10,6 +10,7 @@ import { SwitchboardError } from './errors.js';
 import type { WebSocket } from './websocket.js';
 import type { TlsInfo } from './tls.js';
 import { RpcService } from './rpc/service.js';
+import { Router, type CompiledRoute, type ErrorHandler, type Handler, type HttpRouteOptions } from './http/router.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
 export interface UpgradeRequest {
@@ -60,9 +61,15 @@ export interface RegisteredRoute {
   behavior: WebSocketBehavior<never>;
 }
 
+type RouteArgs<P extends Record<string, string>> = [HttpRouteOptions, ...Handler<P>[]] | Handler<P>[];
+
 export class App extends Operations {
   /** @internal */ readonly routes: RegisteredRoute[] = [];
   /** @internal */ readonly staticRoutes: NativeStaticRoute[] = [];
+  /** The app's root router: `app.get(...)` and the other methods register on it. */
+  readonly router = new Router();
+  /** @internal The HTTP routes flattened at startup; the index is the native route number. */
+  httpRoutes: CompiledRoute[] = [];
   /**
    * The handlers of Switchboard protocol calls (docs/protocol.md), for
    * clients on protocol listeners (`listen([{ port, protocol: 'rpc' }])`)
@@ -91,13 +98,72 @@ export class App extends Operations {
   }
 
   /**
-   * Answer `GET path` (and `HEAD`) with a fixed body and headers (a page,
-   * its script, a health check), served natively. Full HTTP routing arrives
-   * with the HTTP layer.
+   * `app.get(pattern, [options], ...handlers)`: handle GET (and HEAD)
+   * requests for `pattern` (`/users/:id`, `/files/*`; see docs/http.md).
+   * `app.get(path, { body, contentType, headers })`: a fixed response,
+   * served natively without JavaScript (a page, a health check).
    */
-  get(path: string, response: StaticResponse): this {
-    this.staticRoutes.push(nativeStaticRoute(path, response));
+  get<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P> | [StaticResponse]): this {
+    if (args.length === 1 && typeof args[0] === 'object' && args[0] !== null && 'body' in args[0]) {
+      this.staticRoutes.push(nativeStaticRoute(pattern, args[0] as StaticResponse));
+      return this;
+    }
+    this.router.get(pattern, ...(args as RouteArgs<P>));
     return this;
+  }
+  post<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
+    this.router.post(pattern, ...args);
+    return this;
+  }
+  put<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
+    this.router.put(pattern, ...args);
+    return this;
+  }
+  patch<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
+    this.router.patch(pattern, ...args);
+    return this;
+  }
+  delete<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
+    this.router.delete(pattern, ...args);
+    return this;
+  }
+  head<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
+    this.router.head(pattern, ...args);
+    return this;
+  }
+  options<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
+    this.router.options(pattern, ...args);
+    return this;
+  }
+  /** Every method. */
+  all<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
+    this.router.all(pattern, ...args);
+    return this;
+  }
+  /** Several methods on one path: `app.route('/users/:id').get(h).put(h)`. */
+  route(pattern: string): ReturnType<Router['route']> {
+    return this.router.route(pattern);
+  }
+  /** Middleware and routers: see `Router.use`. */
+  use(...args: Parameters<Router['use']>): this {
+    this.router.use(...args);
+    return this;
+  }
+  /** Handle the errors the routes' handlers raise (see `Router.setErrorHandler`). */
+  setErrorHandler(handler: ErrorHandler): this {
+    this.router.setErrorHandler(handler);
+    return this;
+  }
+
+  /** @internal Flatten the HTTP routes (after the app module ran); returns what the native side needs. */
+  compileHttp(): NativeHttpRoute[] {
+    this.httpRoutes = this.router.compile([]);
+    return this.httpRoutes.map((route) => {
+      const native: NativeHttpRoute = { pattern: route.pattern };
+      if (route.method !== undefined) native.method = route.method;
+      if (route.bodyLimit !== undefined) native.maxBodyBytes = route.bodyLimit;
+      return native;
+    });
   }
 
   /** Default timeout of the calls the server makes to clients, in seconds (0 = none). Default 30. */

@@ -25,6 +25,12 @@ export const ERROR_CODES = {
   ERR_UPGRADE_REJECTED: { kind: 'http', value: 500, description: 'An `upgrade` hook threw an error that is not an `UpgradeRejection`.' },
   ERR_WORKER_UNRESPONSIVE: { kind: 'throw', value: 0, description: 'Reported by `workerReplaced`: a worker missed the watchdog deadline and was replaced.' },
   ERR_WORKER_EXITED: { kind: 'throw', value: 0, description: 'Reported by `workerReplaced`: a worker thread exited unexpectedly and was replaced.' },
+  ERR_HTTP_RESPONSE_SENT: { kind: 'throw', value: 0, description: 'A handler sent (or wrote) a response that had already ended: reported by `handlerError`, otherwise ignored.' },
+  ERR_HTTP_INVALID_HEADER: { kind: 'throw', value: 0, description: 'A response header name is not a token, its value has a control character, or the server writes it itself (`Transfer-Encoding`, `Date`, ...).' },
+  ERR_HTTP_INVALID_BODY: { kind: 'http', value: 400, description: '`req.json()` found a body that is not valid JSON.' },
+  ERR_HTTP_BODY_CONSUMED: { kind: 'throw', value: 0, description: 'A request body was read twice (`buffer()`, `text()`, `json()`, iteration: one of them, once).' },
+  ERR_HTTP_INTERNAL: { kind: 'http', value: 500, description: 'A handler failed with an error that carries no 4xx/5xx status; reported by `handlerError` (the message is not sent to the client).' },
+  ERR_HTTP_CLIENT_GONE: { kind: 'throw', value: 0, description: 'The reason `req.signal` aborts and a body read rejects with: the connection closed before the response ended.' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

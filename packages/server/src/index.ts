@@ -26,6 +26,10 @@ export {
   type WebSocketBehavior,
 } from './app.js';
 export { WebSocket } from './websocket.js';
+export { Router, type Handler, type ErrorHandler, type HttpRouteOptions } from './http/router.js';
+export { Request } from './http/request.js';
+export { Response, type ResponseBody } from './http/response.js';
+export { HttpError } from './http/http-error.js';
 export type { TlsInfo } from './tls.js';
 export {
   SendStatus,
@@ -34,7 +38,7 @@ export {
   type PublishTarget,
   type Stats,
 } from './operations.js';
-export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, StaticResponse } from './options.js';
+export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, StaticResponse } from './options.js';
 export {
   RpcService,
   type RpcCall,

@@ -56,9 +56,29 @@ export interface NativeStaticRoute {
   headers?: { name: string; value: string }[];
 }
 
+/** One HTTP route (`crates/node/src/options.rs`, `HttpRouteOptions`). */
+export interface NativeHttpRoute {
+  /** Uppercase; absent for every method. */
+  method?: string;
+  pattern: string;
+  maxBodyBytes?: number;
+}
+
+export interface NativeHttpOptions {
+  maxUrlBytes?: number;
+  maxBodyBytes?: number;
+  headerTimeoutMs?: number;
+  bodyTimeoutMs?: number;
+  keepAliveTimeoutMs?: number;
+  maxPipelined?: number;
+  maxBackpressure?: number;
+}
+
 export interface NativeServerOptions {
   routes: NativeRouteOptions[];
   staticRoutes?: NativeStaticRoute[];
+  httpRoutes?: NativeHttpRoute[];
+  http?: NativeHttpOptions;
   workers: number;
   ioThreads?: number;
   maxConnections?: number;
@@ -87,6 +107,7 @@ export interface NativeStats {
   bytesOut: number;
   messagesDropped: number;
   protocolErrors: number;
+  httpRequests: number;
   outboundBufferedBytes: number;
   channels: number;
   subscriptions: number;
@@ -150,6 +171,22 @@ export interface NativeModule {
    */
   send(server: number, connection: number, data: Uint8Array, binary: boolean): number;
   publish(server: number, channel: string, data: Uint8Array, binary: boolean, exclude?: number | null): number;
+  /**
+   * Queue an HTTP response (or its head and first piece, with
+   * `RESPOND_STREAM`): `headers` is `Name: value\r\n` lines; flags are
+   * `http/flags.ts`'s. Returns the send status (3: the connection is gone).
+   */
+  httpRespond(
+    server: number,
+    connection: number,
+    status: number,
+    headers: string,
+    body: Uint8Array | string,
+    flags: number,
+    length: number,
+  ): number;
+  /** The next piece of a streamed response (`WRITE_CHUNKED`, `WRITE_END`). */
+  httpWrite(server: number, connection: number, data: Uint8Array | string, flags: number): number;
   /** The events queued for a worker; an array when large messages come in buffers of their own: the batch, then those. */
   drainEvents(server: number, index: number): Buffer | Buffer[];
   ServerHandle: {

@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-rpc';
-import type { NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
+import type { NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 
 /** permessage-deflate (RFC 7692). Off unless given. */
@@ -116,6 +116,26 @@ export interface ServerOptions {
   watchdogInterval?: number;
   /** The Switchboard protocol (RPC) connections' options. */
   rpc?: RpcOptions;
+  /** Plain HTTP requests' limits and timeouts (docs/http.md). */
+  http?: HttpOptions;
+}
+
+/** Limits and timeouts of plain HTTP requests; each has its default in `crates/runtime/src/config.rs`. */
+export interface HttpOptions {
+  /** Longest request target (path and query), in bytes. Default 8 KiB. Longer: 414. */
+  maxUrlBytes?: number;
+  /** Largest request body, in bytes, unless a route says otherwise (`bodyLimit`). Default 1 MiB. Larger: 413. */
+  maxBodyBytes?: number;
+  /** Seconds a client has to send a whole request head. Default 10. Then: 408. */
+  headerTimeout?: number;
+  /** Seconds a request body may make no progress. Default 30. Then: 408. */
+  bodyTimeout?: number;
+  /** Seconds an idle keep-alive connection stays open. Default 5. */
+  keepAliveTimeout?: number;
+  /** Requests of one connection in the handlers' hands at once; a pipelining client's others wait. Default 16. */
+  maxPipelined?: number;
+  /** Bytes of responses queued for one connection before it is closed (streamed bodies pause at a quarter). Default 16 MiB. */
+  maxBackpressure?: number;
 }
 
 /**
@@ -287,6 +307,26 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   set('closeTimeoutMs', seconds('closeTimeout', options.closeTimeout));
   set('maxWorkerQueueBytes', count('maxWorkerQueueBytes', options.maxWorkerQueueBytes));
   out.rpc = nativeRpc(options.rpc ?? {});
+  if (options.http) out.http = nativeHttp(options.http);
+  return out;
+}
+
+function nativeHttp(options: HttpOptions): NativeHttpOptions {
+  const out: NativeHttpOptions = {};
+  const set = <K extends keyof NativeHttpOptions>(key: K, value: NativeHttpOptions[K] | undefined) => {
+    if (value !== undefined) out[key] = value;
+  };
+  set('maxUrlBytes', count('http.maxUrlBytes', options.maxUrlBytes));
+  const body = options.maxBodyBytes;
+  if (body !== undefined && !(Number.isSafeInteger(body) && body >= 0)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `http.maxBodyBytes must be a whole number of bytes, got ${String(body)}`);
+  }
+  set('maxBodyBytes', body);
+  set('headerTimeoutMs', seconds('http.headerTimeout', options.headerTimeout));
+  set('bodyTimeoutMs', seconds('http.bodyTimeout', options.bodyTimeout));
+  set('keepAliveTimeoutMs', seconds('http.keepAliveTimeout', options.keepAliveTimeout));
+  set('maxPipelined', count('http.maxPipelined', options.maxPipelined));
+  set('maxBackpressure', count('http.maxBackpressure', options.maxBackpressure));
   return out;
 }
 

@@ -11,7 +11,7 @@ import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
-import { DEFAULTS, type ServerOptions, type StaticResponse, nativeServer, rpcWorkerOptions } from './options.js';
+import { DEFAULTS, type ServerOptions, nativeServer, rpcWorkerOptions } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 
 /** An address the server listens on. */
@@ -168,10 +168,38 @@ export class Server extends Operations {
     return this.local.rpc;
   }
 
-  /** Answer `GET path` with a fixed body (main-thread registration). */
-  get(path: string, response: StaticResponse): this {
-    this.local.get(path, response);
+  /**
+   * The main thread's app (with `workers: 0`): HTTP routes, middleware and
+   * routers registered inline, as an app module does on its `app`.
+   */
+  get app(): App {
+    this.inlineOnly('HTTP routes');
+    return this.local;
+  }
+
+  /**
+   * `get(path, { body })`: a fixed response, served natively (also with
+   * workers). `get(pattern, ...handlers)`: an HTTP route on the main
+   * thread (with `workers: 0`); the other methods are on `server.app`.
+   */
+  get<P extends Record<string, string> = Record<string, string>>(path: string, ...args: Parameters<App['get']> extends [string, ...infer R] ? R : never): this {
+    const fixed = args.length === 1 && typeof args[0] === 'object' && args[0] !== null && 'body' in args[0];
+    if (!fixed) this.inlineOnly('HTTP routes');
+    this.local.get<P>(path, ...(args as Parameters<App['get']> extends [string, ...infer R] ? R : never));
     return this;
+  }
+
+  /** `post(pattern, ...handlers)` on the main thread (with `workers: 0`). */
+  post(pattern: string, ...args: Parameters<App['post']> extends [string, ...infer R] ? R : never): this {
+    this.inlineOnly('HTTP routes');
+    this.local.post(pattern, ...args);
+    return this;
+  }
+
+  private inlineOnly(what: string): void {
+    if (this.workerCount > 0) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `inline ${what} run on the main thread: use \`workers: 0\`, or register them in the app module`);
+    }
   }
 
   /** The first listening port (0 before `listen`). */
@@ -197,13 +225,14 @@ export class Server extends Operations {
     try {
       const table = await this.loadRoutes();
       const servesRpc = addresses.some((a) => a.protocol === 'rpc');
-      if (table.routes.length === 0 && table.staticRoutes.length === 0 && !servesRpc) {
+      if (table.routes.length === 0 && table.staticRoutes.length === 0 && table.httpRoutes.length === 0 && !servesRpc) {
         throw new SwitchboardError('ERR_NO_ROUTES', 'the app registered no route');
       }
       const handle = native.ServerHandle.create({
         ...nativeServer(this.options, this.workerCount),
         routes: table.routes,
         staticRoutes: table.staticRoutes,
+        httpRoutes: table.httpRoutes,
       });
       this.setHandle(handle);
       this.local.attach(handle);
@@ -227,7 +256,8 @@ export class Server extends Operations {
   private async loadRoutes(): Promise<RouteTable> {
     if (this.workerCount === 0) {
       if (this.options.app) await loadApp(this.local, specifierOf(this.options.app));
-      return { routes: this.local.routes.map((r) => r.native), staticRoutes: this.local.staticRoutes };
+      const httpRoutes = this.local.compileHttp();
+      return { routes: this.local.routes.map((r) => r.native), staticRoutes: this.local.staticRoutes, httpRoutes };
     }
     if (!this.options.app) {
       throw new SwitchboardError('ERR_INVALID_OPTION', 'with worker threads, `app` must name the app module');
@@ -247,7 +277,7 @@ export class Server extends Operations {
     );
     const table = await this.pool.start();
     // Static routes may also be registered on the main thread.
-    return { routes: table.routes, staticRoutes: [...table.staticRoutes, ...this.local.staticRoutes] };
+    return { ...table, staticRoutes: [...table.staticRoutes, ...this.local.staticRoutes] };
   }
 
   private async attachWorkers(handle: NativeServerHandle): Promise<void> {

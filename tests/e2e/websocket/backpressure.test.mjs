@@ -247,7 +247,10 @@ describe('backpressure', () => {
     // it was closed instead of seeing a bare disconnect.
     const { server, port, socketOf, closes } = await feedServer(
       { maxBackpressure: 256 * KiB, maxPayloadLength: 8 * MiB, slowConsumer: 'close' },
-      { closeTimeout: 0.3 },
+      // Above the longest pause between two writes that make progress: the
+      // receiver reopens its window only once it has read a good part of
+      // its (autotuned, megabytes large) buffer.
+      { closeTimeout: 2 },
     );
     const slow = await RawClient.open(port, '/feed?tag=slow', { paused: true });
     slow.keepPayloads = false;
@@ -257,13 +260,13 @@ describe('backpressure', () => {
       // (the send buffer grows to tcp_wmem's 4 MiB, plus the receiver's
       // window): a 4 MiB message was once taken almost whole, leaving the
       // queue under the limit.
-      const big = Buffer.alloc(6 * MiB, 3);
+      const big = Buffer.alloc(8 * MiB, 3);
       const first = ws.send(big);
       assert.ok(first === SendStatus.SENT || first === SendStatus.BUFFERED, `an empty queue takes one large message (${first})`);
       await sleep(50);
       assert.equal(ws.send(Buffer.alloc(CHUNK)), SendStatus.DROPPED, 'the next one passes the limit: evicted');
       // Read in sips: one read (at most 64 KiB) every 40 ms, under 2 MiB/s,
-      // so the rest of the 6 MiB frame takes several times the close timeout.
+      // so the rest of the 8 MiB frame takes more than twice the close timeout.
       slow.startReading();
       slow.socket.on('data', () => slow.socket.pause());
       const sips = setInterval(() => slow.socket.resume(), 40);
@@ -275,7 +278,7 @@ describe('backpressure', () => {
         clearInterval(sips);
         slow.socket.resume();
       }
-      assert.ok(Date.now() - started > 1000, `the reader was slow (${Date.now() - started} ms)`);
+      assert.ok(Date.now() - started > 4000, `the reader was slow (${Date.now() - started} ms)`);
       assert.equal(slow.malformed, null, 'the stream stays well formed');
       const data = slow.frames.filter((f) => f.opcode !== OP.CLOSE);
       assert.deepEqual(data.map((f) => f.length), [big.length], 'the large frame arrives whole');

@@ -165,18 +165,22 @@ describe('handshake', () => {
     assert.match(res.body, /^ERR_WS_UPGRADE_REQUIRED/);
   });
 
-  test('an Upgrade to another protocol gets 426', async () => {
+  test('an Upgrade to another protocol is a plain request: 426 on a WebSocket path', async () => {
+    // A server may ignore an Upgrade it does not speak (RFC 9110 §7.8).
     const res = await httpExchange(port, upgradeLines('/echo', { upgrade: 'Upgrade: h2c' }));
     assert.equal(res.status, 426);
     assert.equal(res.headers['upgrade'], 'websocket');
-    assert.match(res.body, /^ERR_WS_BAD_UPGRADE/);
+    assert.match(res.body, /^ERR_WS_UPGRADE_REQUIRED/);
   });
 
   test('a Connection header without the upgrade token gets 426', async () => {
+    // Without it the request does not ask to upgrade (RFC 9110 §7.8): a
+    // plain request on a WebSocket path.
     for (const connection of [null, 'Connection: keep-alive', 'Connection: upgraded']) {
       const res = await httpExchange(port, upgradeLines('/echo', { connection }));
       assert.equal(res.status, 426, `Connection: ${connection}`);
-      assert.match(res.body, /^ERR_WS_BAD_UPGRADE/);
+      assert.equal(res.headers['upgrade'], 'websocket');
+      assert.match(res.body, /^ERR_WS_UPGRADE_REQUIRED/);
     }
     // The token is found in a list, case-insensitively.
     const ok = await httpExchange(port, upgradeLines('/echo', { connection: 'Connection: keep-alive, UPGRADE' }), {
@@ -230,7 +234,7 @@ describe('handshake', () => {
     const res = await httpExchange(port, 'GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
     assert.equal(res.status, 426);
     assert.equal(res.headers['upgrade'], 'websocket');
-    assert.ok(res.closedByServer);
+    assert.ok(!res.closedByServer, 'a plain request keeps its connection alive');
   });
 
   test('a plain GET on a static route gets its body', async () => {
@@ -239,7 +243,7 @@ describe('handshake', () => {
     assert.equal(res.body, 'ok');
     assert.equal(res.headers['content-length'], '2');
     assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
-    assert.ok(res.closedByServer);
+    assert.ok(!res.closedByServer, 'a plain request keeps its connection alive');
 
     const page = await fetch(`http://127.0.0.1:${port}/page`);
     assert.equal(page.status, 200);

@@ -29,10 +29,12 @@ export function parseResponse(raw) {
 
 /**
  * Write `request` (string or bytes) and read until the server closes the
- * connection (or `timeoutMs`). Resolves with the parsed response, its body,
- * whether the server closed, and how long it took.
+ * connection, or `timeoutMs`, or (HTTP keeps connections alive) a whole
+ * response with a `Content-Length` is in and `keepAliveWaitMs` more passed
+ * without a close. Resolves with the parsed response, its body, whether
+ * the server closed, and how long it took.
  */
-export function httpExchange(port, request, { timeoutMs = 3000, writeDelayMs } = {}) {
+export function httpExchange(port, request, { timeoutMs = 3000, writeDelayMs, keepAliveWaitMs = 200 } = {}) {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const socket = net.connect(port, '127.0.0.1');
@@ -56,7 +58,17 @@ export function httpExchange(port, request, { timeoutMs = 3000, writeDelayMs } =
       });
     };
     const timer = setTimeout(() => finish(false), timeoutMs);
-    socket.on('data', (c) => chunks.push(c));
+    let whole = false;
+    socket.on('data', (c) => {
+      chunks.push(c);
+      if (whole) return;
+      const response = parseResponse(Buffer.concat(chunks));
+      const length = Number(response?.headers['content-length']);
+      if (response && response.status !== 101 && Number.isInteger(length) && response.rest.length >= length) {
+        whole = true;
+        setTimeout(() => finish(false), keepAliveWaitMs);
+      }
+    });
     socket.on('error', (e) => (chunks.length > 0 ? finish(true) : settled || (clearTimeout(timer), reject(e))));
     socket.on('end', () => finish(true));
     socket.on('close', () => finish(true));

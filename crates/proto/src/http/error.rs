@@ -182,7 +182,10 @@ mod tests {
         }
         assert_eq!(
             crate::all_error_codes().count(),
-            crate::ws::ALL_ERROR_CODES.len() + all.len() + crate::rpc::ALL_ERROR_CODES.len()
+            crate::ws::ALL_ERROR_CODES.len()
+                + all.len()
+                + crate::rpc::ALL_ERROR_CODES.len()
+                + crate::http1::ALL_ERROR_CODES.len()
         );
     }
 

@@ -21,7 +21,9 @@ use crate::wake::IoWaker;
 
 pub mod record;
 
-pub use record::{Record, TlsRecord, Transport, NO_ROUTE};
+pub use record::{
+    Record, TlsRecord, Transport, NO_ROUTE, REQUEST_BODY, REQUEST_HTTP10, REQUEST_KEEP_ALIVE,
+};
 
 /// Queued bytes beyond which an I/O thread wakes the worker at once instead
 /// of at the end of its turn (see [`wake_deferred`]): it bounds how long a

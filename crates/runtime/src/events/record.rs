@@ -23,6 +23,19 @@
 //! - `MESSAGE_OWNED` (7): id, u8 binary, u32 index: a `MESSAGE` whose data
 //!   is not in the batch but the `index`th buffer drained with it (see
 //!   [`super::Drained`]).
+//! - `HTTP_OPEN` (8): id, str remote address, tls: an HTTP connection's
+//!   first request for JavaScript follows (connections whose requests are
+//!   all answered natively never reach JavaScript).
+//! - `HTTP_REQUEST` (9): id, u16 route, u8 method (`Method::index`), u8
+//!   flags ([`REQUEST_KEEP_ALIVE`], [`REQUEST_HTTP10`], [`REQUEST_BODY`]),
+//!   str path, str query, u8 parameter count, str parameter*, then the
+//!   header lines exactly as received (the rest), decoded lazily by
+//!   JavaScript. Parameters are raw (percent-encoded) path segments.
+//! - `HTTP_BODY` (10): id, u8 last, data (the rest): the next piece of the
+//!   body of the connection's latest request; `last` ends it.
+//! - `HTTP_BODY_ERROR` (11): id, u16 status, reason (the rest): the body of
+//!   the latest request cannot be read to its end (malformed, too large,
+//!   too slow); the connection closes after the responses in flight.
 
 use crate::tls::TlsInfo;
 
@@ -33,6 +46,18 @@ pub const KIND_CLOSE: u8 = 4;
 pub const KIND_DRAIN: u8 = 5;
 pub const KIND_RPC_OPEN: u8 = 6;
 pub const KIND_MESSAGE_OWNED: u8 = 7;
+pub const KIND_HTTP_OPEN: u8 = 8;
+pub const KIND_HTTP_REQUEST: u8 = 9;
+pub const KIND_HTTP_BODY: u8 = 10;
+pub const KIND_HTTP_BODY_ERROR: u8 = 11;
+
+/// `HTTP_REQUEST` flag: the connection stays open after the response
+/// (HTTP/1.1 without `Connection: close`, HTTP/1.0 with `keep-alive`).
+pub const REQUEST_KEEP_ALIVE: u8 = 1;
+/// `HTTP_REQUEST` flag: the request is HTTP/1.0 (no chunked responses).
+pub const REQUEST_HTTP10: u8 = 2;
+/// `HTTP_REQUEST` flag: `HTTP_BODY` records follow, the last one marked.
+pub const REQUEST_BODY: u8 = 4;
 
 /// The route index of a connection that came through no route (an RPC
 /// listener).
@@ -128,6 +153,31 @@ pub enum Record<'a> {
         hello: &'a [u8],
         welcome: &'a [u8],
     },
+    /// An HTTP connection's first request for JavaScript follows.
+    HttpOpen {
+        id: u64,
+        remote: &'a str,
+        tls: Option<TlsRecord<'a>>,
+    },
+    /// A request matched an HTTP route.
+    HttpRequest {
+        id: u64,
+        route: u16,
+        method: u8,
+        flags: u8,
+        path: &'a str,
+        query: &'a str,
+        params: Vec<&'a str>,
+        headers: &'a [u8],
+    },
+    /// A piece of the latest request's body.
+    HttpBody { id: u64, last: bool, data: &'a [u8] },
+    /// The latest request's body failed with this status and reason.
+    HttpBodyError {
+        id: u64,
+        status: u16,
+        reason: &'a str,
+    },
 }
 
 /// A record's bytes do not follow the layout.
@@ -144,6 +194,10 @@ impl<'a> Record<'a> {
             Record::Close { .. } => KIND_CLOSE,
             Record::Drain { .. } => KIND_DRAIN,
             Record::RpcOpen { .. } => KIND_RPC_OPEN,
+            Record::HttpOpen { .. } => KIND_HTTP_OPEN,
+            Record::HttpRequest { .. } => KIND_HTTP_REQUEST,
+            Record::HttpBody { .. } => KIND_HTTP_BODY,
+            Record::HttpBodyError { .. } => KIND_HTTP_BODY_ERROR,
         }
     }
 
@@ -223,6 +277,45 @@ impl<'a> Record<'a> {
                 out.extend_from_slice(&(hello.len() as u32).to_le_bytes());
                 out.extend_from_slice(hello);
                 out.extend_from_slice(welcome);
+            }
+            Record::HttpOpen { id, remote, tls } => {
+                put_id(out, *id);
+                put_str(out, remote);
+                put_tls(out, tls.as_ref());
+            }
+            Record::HttpRequest {
+                id,
+                route,
+                method,
+                flags,
+                path,
+                query,
+                params,
+                headers,
+            } => {
+                put_id(out, *id);
+                put_u16(out, *route);
+                out.push(*method);
+                out.push(*flags);
+                put_str(out, path);
+                put_str(out, query);
+                // Patterns have far fewer than 255 parameters (the router
+                // holds them per segment of a path of at most 64 KiB).
+                out.push(params.len().min(u8::MAX as usize) as u8);
+                for param in params.iter().take(u8::MAX as usize) {
+                    put_str(out, param);
+                }
+                out.extend_from_slice(headers);
+            }
+            Record::HttpBody { id, last, data } => {
+                put_id(out, *id);
+                out.push(u8::from(*last));
+                out.extend_from_slice(data);
+            }
+            Record::HttpBodyError { id, status, reason } => {
+                put_id(out, *id);
+                put_u16(out, *status);
+                out.extend_from_slice(reason.as_bytes());
             }
         }
     }
@@ -311,6 +404,39 @@ impl<'a> Record<'a> {
                     welcome: r.rest(),
                 }
             }
+            KIND_HTTP_OPEN => Record::HttpOpen {
+                id: r.id()?,
+                remote: r.str()?,
+                tls: r.tls()?,
+            },
+            KIND_HTTP_REQUEST => {
+                let (id, route, method, flags) = (r.id()?, r.u16()?, r.u8()?, r.u8()?);
+                let (path, query) = (r.str()?, r.str()?);
+                let count = r.u8()?;
+                let params = (0..count)
+                    .map(|_| r.str())
+                    .collect::<Result<_, Malformed>>()?;
+                Record::HttpRequest {
+                    id,
+                    route,
+                    method,
+                    flags,
+                    path,
+                    query,
+                    params,
+                    headers: r.rest(),
+                }
+            }
+            KIND_HTTP_BODY => Record::HttpBody {
+                id: r.id()?,
+                last: r.flag()?,
+                data: r.rest(),
+            },
+            KIND_HTTP_BODY_ERROR => Record::HttpBodyError {
+                id: r.id()?,
+                status: r.u16()?,
+                reason: utf8(r.rest())?,
+            },
             _ => return Err(Malformed("unknown kind")),
         };
         if !r.0.is_empty() {

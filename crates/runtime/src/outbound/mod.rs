@@ -21,6 +21,7 @@ use crate::wake::WakeTarget;
 use direct::Writer;
 
 mod direct;
+mod http;
 
 /// The outcome of one send, as JavaScript sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +104,14 @@ struct State {
     closed: bool,
     eviction: Option<Eviction>,
     writer: Writer,
+    /// HTTP: responses whose last bytes are queued (or written), counted
+    /// by the workers that end them (`http.rs`). Wrapping: only the
+    /// distance to the requests handed out counts, and 32 bits keep the
+    /// shared part of an idle connection within two cache lines.
+    responses_ended: u32,
+    /// HTTP: the I/O thread waits for a response to end (its pipelining
+    /// limit, or a response of its own that must follow them).
+    response_awaited: bool,
 }
 
 /// What the I/O thread takes from the queue.
@@ -221,6 +230,13 @@ impl Outbound {
             return (refused, false);
         }
         let was_empty = state.items.is_empty();
+        Self::coalesce(&mut state, len, write);
+        self.accepted(state, len, was_empty)
+    }
+
+    /// Write `len` bytes at the end of the coalescing buffer (the caller
+    /// admitted them).
+    fn coalesce(state: &mut State, len: usize, write: impl FnOnce(&mut BytesMut)) {
         match state.items.back_mut() {
             // A small frame may grow the buffer (amortised doubling); a large
             // one goes in only where it fits, else it would be copied again
@@ -237,7 +253,6 @@ impl Outbound {
                 state.items.push_back(OutItem::Coalesced(buffer));
             }
         }
-        self.accepted(state, len, was_empty)
     }
 
     /// Whether `len` more bytes may be queued; applies the slow-consumer

@@ -56,6 +56,12 @@ impl Machine {
         if self.is_closing() {
             return;
         }
+        if self.kind() == ConnectionKind::Http {
+            // HTTP has no closing handshake: the last response is queued,
+            // the connection ends once it is written.
+            self.last_frame_queued(code, reason, now);
+            return;
+        }
         if self.kind().is_rpc() {
             // Only a code the protocol allows (§3: printable ASCII) goes on
             // the wire; a reason that does not start with one gets the
@@ -109,6 +115,8 @@ impl Machine {
             ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
                 self.send_close(1001, "server shutting down", now);
             }
+            // The HTTP reader handles its own (`session/http.rs`).
+            ConnectionKind::Http => {}
             ConnectionKind::RpcStream | ConnectionKind::RpcWebSocket => {
                 self.push_go_away(errors::GOING_AWAY.code, "server shutting down");
                 self.phase = Phase::Draining {

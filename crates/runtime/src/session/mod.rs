@@ -19,13 +19,14 @@ use std::io::{self, IoSlice};
 use std::sync::Arc;
 use std::time::Instant;
 
-use switchboard_proto::rpc::{MAX_HANDSHAKE_SIZE, PREFACE};
-use switchboard_proto::ws::deflate::{Compressor, Decompressor};
-use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
+use switchboard_proto::ws::deflate::Compressor;
+use switchboard_proto::ws::Decoder;
 
 mod closing;
+mod http;
 mod rpc;
 pub(crate) mod rpc_reader;
+mod start;
 mod timers;
 mod websocket;
 mod writes;
@@ -33,17 +34,15 @@ mod writes;
 #[cfg(test)]
 mod tests;
 
-use crate::config::{ServerConfig, SlowConsumerPolicy};
+use crate::config::ServerConfig;
 use crate::connection::{Connection, ConnectionKind};
 use crate::errors;
-use crate::events::{EventQueue, Record, TlsRecord, Transport, NO_ROUTE};
-use crate::opening::Accepted;
-use crate::outbound::{Eviction, OutItem, Outbound, Taken};
+use crate::events::{EventQueue, Record, Transport};
+use crate::outbound::{Eviction, OutItem, Taken};
 use crate::state::ServerState;
 use crate::stats;
 use crate::tls::TlsInfo;
-use crate::wake::WakeTarget;
-use rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
+use rpc_reader::RpcReader;
 use timers::Liveness;
 use writes::WriteQueue;
 
@@ -92,6 +91,7 @@ enum Reader {
     /// The protocol's frames inside WebSocket binary messages.
     RpcWebSocket(Box<(Decoder, RpcReader)>),
     RpcStream(Box<RpcReader>),
+    Http(Box<http::HttpReader>),
 }
 
 /// What `RPC_OPEN` reports, kept until the HELLO arrives.
@@ -128,141 +128,7 @@ pub(crate) struct Machine {
     opening: Option<Box<Opening>>,
 }
 
-/// Queued bytes at which a protocol connection's sends report `Buffered`,
-/// so that its peer stops producing stream data until the `drain`: a
-/// quarter of `max_backpressure` (4 MiB by default). Enough to keep the
-/// socket busy while the worker hears the `drain` (the kernel's own buffer
-/// still holds data in flight), and low enough that paused stream data (a
-/// quarter, plus the chunk that crossed it: the worker sends chunks of at
-/// most 64 KiB) leaves half the limit to the frames credit does not pace.
-/// ARCHITECTURE.md ("Backpressure, end to end") has the whole argument.
-fn rpc_high_water(max_backpressure: usize) -> usize {
-    (max_backpressure / 4).max(1)
-}
-
 impl Session {
-    /// Open the session: the connection becomes reachable by other threads,
-    /// and a WebSocket's worker hears `OPEN` (a protocol connection's hears
-    /// `RPC_OPEN` once its HELLO is accepted).
-    pub(crate) fn start(
-        accepted: Accepted,
-        server: Arc<ServerState>,
-        waker: WakeTarget,
-        now: Instant,
-    ) -> Self {
-        let config = &server.config;
-        let route = accepted.route.map(|i| &config.routes[i]);
-        let rpc = &config.rpc;
-        let kind = accepted.kind;
-        let (max_backpressure, slow_consumer) = match route {
-            Some(route) if !kind.is_rpc() => (route.max_backpressure, route.slow_consumer),
-            // A protocol connection never drops a frame (see `RpcConfig`),
-            // and the protocol's own limit applies: the client's credit
-            // lets us queue a whole window, which may pass the route's.
-            Some(route) => (
-                route.max_backpressure.max(rpc.max_backpressure),
-                SlowConsumerPolicy::Close,
-            ),
-            None => (rpc.max_backpressure, SlowConsumerPolicy::Close),
-        };
-        let outbound = Outbound::new(max_backpressure, slow_consumer, waker);
-        let outbound = if kind.is_rpc() {
-            // The worker's peer pauses stream data at `Buffered` and
-            // resumes at `drain` (ARCHITECTURE.md, "Backpressure").
-            outbound.with_high_water(rpc_high_water(max_backpressure))
-        } else {
-            outbound
-        };
-        let connection = Arc::new(Connection {
-            id: accepted.id,
-            worker: accepted.worker as u32,
-            kind,
-            outbound,
-            stats: server.stats.clone(),
-        });
-        server.register(&connection);
-        let queue = &server.queues[accepted.worker];
-        let route_index = accepted.route.map(|i| i as u16);
-        if !kind.is_rpc() {
-            queue.push(&Record::Open {
-                id: accepted.id,
-                route: route_index.unwrap_or(NO_ROUTE),
-                remote: &accepted.remote,
-                protocol: &accepted.protocol,
-                extensions: &accepted.extensions,
-                tls: accepted.tls.as_ref().map(TlsRecord::from),
-            });
-        }
-        let max_frame_size = rpc.settings.max_frame_size as usize;
-        let websocket_decoder = |max_payload_length: usize| {
-            let route = route.expect("a WebSocket session always has a route");
-            let mut decoder = Decoder::new(DecoderConfig {
-                max_payload_length,
-                max_fragments: route.max_fragments,
-                role: Role::Server,
-            });
-            if let Some(params) = &accepted.deflate {
-                decoder.set_decompressor(Decompressor::new(params, Role::Server));
-            }
-            decoder
-        };
-        let reader = match kind {
-            ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
-                Reader::WebSocket(websocket_decoder(route.map_or(0, |r| r.max_payload_length)))
-            }
-            // A protocol client may send any frame our WELCOME allows, and a
-            // message holds whole frames, the first one its preface and a
-            // HELLO of up to the handshake limit (docs/protocol.md §2).
-            ConnectionKind::RpcWebSocket => Reader::RpcWebSocket(Box::new((
-                websocket_decoder(
-                    route
-                        .map_or(0, |r| r.max_payload_length)
-                        .max(max_frame_size + MAX_HEADER_BYTES)
-                        .max(MAX_BATCH_BYTES)
-                        .max(PREFACE.len() + MAX_HEADER_BYTES + MAX_HANDSHAKE_SIZE),
-                ),
-                RpcReader::new(max_frame_size),
-            ))),
-            ConnectionKind::RpcStream => {
-                Reader::RpcStream(Box::new(RpcReader::new(max_frame_size)))
-            }
-        };
-        let phase = if kind.is_rpc() {
-            Phase::Handshake {
-                deadline: now + config.handshake_timeout,
-            }
-        } else {
-            Phase::Open
-        };
-        let opening = kind.is_rpc().then(|| {
-            Box::new(Opening {
-                route: route_index.unwrap_or(NO_ROUTE),
-                transport: accepted.transport,
-                tls_pending: accepted.transport == Transport::Tls && accepted.tls.is_none(),
-                remote: accepted.remote,
-                tls: accepted.tls,
-            })
-        });
-        Self {
-            reader,
-            machine: Machine {
-                compressor: accepted
-                    .deflate
-                    .as_ref()
-                    .map(|params| Box::new(Compressor::new(params, Role::Server))),
-                connection,
-                phase,
-                route: route_index,
-                writes: WriteQueue::default(),
-                liveness: Liveness::new(now),
-                outcome: None,
-                peer_last_call_id: 0,
-                opening,
-                server,
-            },
-        }
-    }
-
     pub(crate) fn connection(&self) -> &Arc<Connection> {
         &self.machine.connection
     }
@@ -306,12 +172,33 @@ impl Session {
                     machine.rpc_failed(error, now);
                 }
             }
+            Reader::Http(reader) => reader.on_bytes(machine, bytes, now),
         }
     }
 
     /// The peer closed its side (or reading failed).
     pub(crate) fn on_eof(&mut self) -> Step {
+        if let Reader::Http(reader) = &mut self.reader {
+            // The client went away: what is in flight is aborted (its
+            // handlers' `req.signal` fires), as nginx treats a client's FIN
+            // (499). A client that only half-closed after its requests
+            // loses their answers; browsers and HTTP libraries never do.
+            // After our last response, nothing is lost.
+            let code = if reader.is_idle() { 1000 } else { 1006 };
+            self.machine.settle(code, "");
+            return Step::End;
+        }
         self.machine.on_eof()
+    }
+
+    /// After [`Session::on_outbound`]: whether reading, stopped for a
+    /// while (an HTTP connection waiting for its responses), may resume;
+    /// the driver then reads without waiting for a readiness edge.
+    pub(crate) fn read_resumed(&mut self, now: Instant) -> bool {
+        match &mut self.reader {
+            Reader::Http(reader) => reader.on_outbound(&mut self.machine, now),
+            _ => false,
+        }
     }
 
     /// What other threads queued (`taken` says how), and the eviction
@@ -349,7 +236,10 @@ impl Session {
 
     /// The server begins a graceful shutdown.
     pub(crate) fn on_shutdown(&mut self, now: Instant) {
-        self.machine.go_away(now);
+        match &mut self.reader {
+            Reader::Http(reader) => reader.on_shutdown(&mut self.machine),
+            _ => self.machine.go_away(now),
+        }
     }
 
     /// The drain timeout passed: the connection ends now; returns what its
@@ -365,17 +255,32 @@ impl Session {
 
     /// A deadline may have passed.
     pub(crate) fn on_deadline(&mut self, now: Instant) -> Step {
+        if let Reader::Http(reader) = &mut self.reader {
+            if self.machine.phase == Phase::Open {
+                reader.on_deadline(&mut self.machine, now);
+                return Step::Continue;
+            }
+        }
         self.machine.on_deadline(now)
     }
 
     /// The earliest time [`Session::on_deadline`] has something to do.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.machine.next_deadline()
+        match &self.reader {
+            Reader::Http(reader) if self.machine.phase == Phase::Open => {
+                reader.next_deadline(&self.machine)
+            }
+            _ => self.machine.next_deadline(),
+        }
     }
 
     /// Whether the session reads more input.
     pub(crate) fn wants_read(&self) -> bool {
         self.machine.wants_read()
+            && match &self.reader {
+                Reader::Http(reader) => reader.wants_read(&self.machine),
+                _ => true,
+            }
     }
 
     /// Write what is queued through `write` (a vectored, non-blocking write
@@ -427,9 +332,13 @@ impl Session {
     /// outbound queue too.)
     pub(crate) fn finish(mut self, fallback: (u16, String)) {
         let (code, reason) = self.machine.outcome.take().map_or(fallback, |o| *o);
+        let notify = match &self.reader {
+            Reader::Http(reader) => reader.opened(),
+            _ => true,
+        };
         self.machine
             .server
-            .unregister(&self.machine.connection, code, &reason);
+            .unregister(&self.machine.connection, code, &reason, notify);
     }
 }
 

@@ -14,16 +14,17 @@ use switchboard_proto::ws::{Decoder, DecoderConfig, Event, Flow, OpCode, Role};
 
 use super::*;
 use crate::config::{RouteConfig, ServerConfig, SlowConsumerPolicy};
+use crate::opening::Accepted;
 use crate::outbound::SendStatus;
 use crate::wake::WakeTarget;
 
 const MASK: Option<[u8; 4]> = Some([1, 2, 3, 4]);
 
-struct Harness {
-    server: Arc<ServerState>,
-    session: Session,
+pub(super) struct Harness {
+    pub(super) server: Arc<ServerState>,
+    pub(super) session: Session,
     /// Everything the session wrote so far.
-    wire: Vec<u8>,
+    pub(super) wire: Vec<u8>,
     /// How many more bytes the "socket" takes (`usize::MAX`: all).
     room: usize,
     t0: Instant,
@@ -39,14 +40,20 @@ fn config(route: RouteConfig) -> ServerConfig {
     }
 }
 
-fn start(config: ServerConfig, kind: ConnectionKind) -> Harness {
-    let server = Arc::new(ServerState::new(config));
+pub(super) fn start(config: ServerConfig, kind: ConnectionKind) -> Harness {
+    let server = Arc::new(ServerState::new(config).expect("valid routes"));
     let t0 = Instant::now();
     let accepted = Accepted {
         id: 7,
         worker: 0,
         kind,
-        route: (kind != ConnectionKind::RpcStream).then_some(0),
+        route: matches!(
+            kind,
+            ConnectionKind::WebSocket
+                | ConnectionKind::WebSocketDeflate
+                | ConnectionKind::RpcWebSocket
+        )
+        .then_some(0),
         transport: if kind == ConnectionKind::RpcStream {
             Transport::Tcp
         } else {
@@ -78,11 +85,11 @@ fn rpc_stream() -> Harness {
 }
 
 impl Harness {
-    fn at(&self, ms: u64) -> Instant {
+    pub(super) fn at(&self, ms: u64) -> Instant {
         self.t0 + Duration::from_millis(ms)
     }
 
-    fn feed(&mut self, bytes: &[u8], ms: u64) {
+    pub(super) fn feed(&mut self, bytes: &[u8], ms: u64) {
         let mut bytes = bytes.to_vec();
         let now = self.at(ms);
         self.now = now;
@@ -90,7 +97,7 @@ impl Harness {
     }
 
     /// Queue `item` as another thread would, and hand the queue over.
-    fn outbound(&mut self, ms: u64) -> Step {
+    pub(super) fn outbound(&mut self, ms: u64) -> Step {
         let mut items = VecDeque::new();
         let taken = self.session.connection().outbound.take(&mut items);
         let now = self.at(ms);
@@ -98,7 +105,7 @@ impl Harness {
         self.session.on_outbound(&mut items, taken, now)
     }
 
-    fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         let now = self.now;
         let (wire, room) = (&mut self.wire, &mut self.room);
         self.session
@@ -126,7 +133,7 @@ impl Harness {
             .unwrap();
     }
 
-    fn events(&self) -> Vec<String> {
+    pub(super) fn events(&self) -> Vec<String> {
         events_of(&self.server)
     }
 
@@ -166,7 +173,7 @@ impl Harness {
 }
 
 /// The records the worker would drain, one string each.
-fn events_of(server: &ServerState) -> Vec<String> {
+pub(super) fn events_of(server: &ServerState) -> Vec<String> {
     let drained = server.queues[0].drain();
     let mut out = Vec::new();
     let mut at = 0;
@@ -180,6 +187,19 @@ fn events_of(server: &ServerState) -> Vec<String> {
             Record::Close { code, reason, .. } => format!("close {code} {reason}"),
             Record::Drain { .. } => "drain".into(),
             Record::RpcOpen { .. } => "rpc-open".into(),
+            Record::HttpOpen { .. } => "http-open".into(),
+            Record::HttpRequest {
+                route,
+                path,
+                query,
+                params,
+                flags,
+                ..
+            } => format!("request {route} {path}?{query} {params:?} flags {flags}"),
+            Record::HttpBody { last, data, .. } => {
+                format!("body {} {last}", String::from_utf8_lossy(data))
+            }
+            Record::HttpBodyError { status, .. } => format!("body-error {status}"),
             other => format!("{other:?}"),
         });
         at += used;

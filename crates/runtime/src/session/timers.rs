@@ -14,7 +14,7 @@ use crate::framing;
 
 /// When the peer was last heard from, and whether our ping is unanswered.
 pub(super) struct Liveness {
-    last_received: Instant,
+    pub(super) last_received: Instant,
     ping_sent: bool,
 }
 

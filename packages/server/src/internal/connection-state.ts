@@ -12,7 +12,7 @@ import type { CloseEvent, DrainEvent, MessageEvent } from './events.js';
 
 /** A handler failure, as reported to the main thread. */
 export interface HandlerFailure {
-  handler: 'upgrade' | 'open' | 'message' | 'drain' | 'close' | 'rpc';
+  handler: 'upgrade' | 'open' | 'message' | 'drain' | 'close' | 'rpc' | 'http';
   connection: number;
   error: unknown;
 }

@@ -20,17 +20,23 @@ import type { ConnectionHost, ConnectionState, HandlerFailure } from './connecti
 import {
   KIND_CLOSE,
   KIND_DRAIN,
+  KIND_HTTP_BODY,
+  KIND_HTTP_BODY_ERROR,
+  KIND_HTTP_OPEN,
+  KIND_HTTP_REQUEST,
   KIND_MESSAGE,
   KIND_OPEN,
   KIND_RPC_OPEN,
   KIND_UPGRADE,
   type CloseEvent,
+  type HttpOpenEvent,
   type NativeEvent,
   type OpenEvent,
   type RpcOpenEvent,
   type UpgradeEvent,
   decodeBatch,
 } from './events.js';
+import { HttpState } from './http-state.js';
 import { RpcState } from './rpc-state.js';
 import { isThenable } from './serial-queue.js';
 import { WebSocketState } from './websocket-state.js';
@@ -64,6 +70,10 @@ export class Dispatcher {
     [KIND_MESSAGE]: (d, event) => d.connections.get(event.id)?.message(event),
     [KIND_DRAIN]: (d, event) => d.connections.get(event.id)?.drain(event),
     [KIND_CLOSE]: (d, event) => d.close(event),
+    [KIND_HTTP_OPEN]: (d, event) => d.openHttp(event),
+    [KIND_HTTP_REQUEST]: (d, event) => d.http(event.id)?.request(event),
+    [KIND_HTTP_BODY]: (d, event) => d.http(event.id)?.body(event),
+    [KIND_HTTP_BODY_ERROR]: (d, event) => d.http(event.id)?.bodyFailed(event),
   };
 
   /** Open connections of every kind, by id. */
@@ -215,6 +225,16 @@ export class Dispatcher {
     const state = new WebSocketState(this.host, ws, route.behavior);
     this.connections.set(event.id, state);
     state.open(event);
+  }
+
+  private openHttp(event: HttpOpenEvent): void {
+    this.connections.set(event.id, new HttpState(this.host, this.app, this.serverId, event));
+  }
+
+  /** The HTTP state of connection `id` (requests come after its HTTP_OPEN). */
+  private http(id: number): HttpState | undefined {
+    const state = this.connections.get(id);
+    return state instanceof HttpState ? state : undefined;
   }
 
   private openRpc(event: RpcOpenEvent): void {

@@ -14,6 +14,17 @@ export const KIND_DRAIN = 5;
 export const KIND_RPC_OPEN = 6;
 /** A MESSAGE whose data is a buffer drained with the batch (see `decodeBatch`). */
 export const KIND_MESSAGE_OWNED = 7;
+export const KIND_HTTP_OPEN = 8;
+export const KIND_HTTP_REQUEST = 9;
+export const KIND_HTTP_BODY = 10;
+export const KIND_HTTP_BODY_ERROR = 11;
+
+/** `HttpRequestEvent.flags`: the connection stays open after the response. */
+export const REQUEST_KEEP_ALIVE = 1;
+/** `HttpRequestEvent.flags`: an HTTP/1.0 request. */
+export const REQUEST_HTTP10 = 2;
+/** `HttpRequestEvent.flags`: HTTP_BODY events follow, the last one marked. */
+export const REQUEST_BODY = 4;
 
 export interface UpgradeEvent {
   kind: typeof KIND_UPGRADE;
@@ -66,6 +77,47 @@ export interface RpcOpenEvent {
   /** The WELCOME frame the server answered with. */
   welcome: Buffer;
 }
+/** An HTTP connection's first request for JavaScript follows. */
+export interface HttpOpenEvent {
+  kind: typeof KIND_HTTP_OPEN;
+  id: number;
+  remoteAddress: string;
+  tls: NativeTlsInfo | undefined;
+}
+/** A request matched one of the app's HTTP routes. */
+export interface HttpRequestEvent {
+  kind: typeof KIND_HTTP_REQUEST;
+  id: number;
+  route: number;
+  /** Index into `METHODS`. */
+  method: number;
+  flags: number;
+  path: string;
+  query: string;
+  /** Raw (percent-encoded) parameter values, in the pattern's order. */
+  params: string[];
+  /** The header lines as received: a view into the batch, decoded on demand. */
+  headers: Buffer;
+}
+/** The next piece of the connection's latest request body. */
+export interface HttpBodyEvent {
+  kind: typeof KIND_HTTP_BODY;
+  id: number;
+  last: boolean;
+  /** A view into the batch. */
+  data: Buffer;
+}
+/** The latest request's body cannot be read to its end; the connection closes after the responses in flight. */
+export interface HttpBodyErrorEvent {
+  kind: typeof KIND_HTTP_BODY_ERROR;
+  id: number;
+  status: number;
+  /** `<code>: <message>`, the code an `ERR_HTTP_*` of the catalogue. */
+  reason: string;
+}
+/** The methods in the order of the native `Method::index`. */
+export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'CONNECT'] as const;
+export type HttpMethod = (typeof METHODS)[number];
 export const NO_ROUTE = 0xffff;
 /** The TLS block of `RPC_OPEN`, as the native core sends it. */
 export interface NativeTlsInfo {
@@ -76,7 +128,17 @@ export interface NativeTlsInfo {
   /** DER; empty when the client sent no certificate. */
   peerCertificate: Buffer;
 }
-export type NativeEvent = UpgradeEvent | OpenEvent | MessageEvent | CloseEvent | DrainEvent | RpcOpenEvent;
+export type NativeEvent =
+  | UpgradeEvent
+  | OpenEvent
+  | MessageEvent
+  | CloseEvent
+  | DrainEvent
+  | RpcOpenEvent
+  | HttpOpenEvent
+  | HttpRequestEvent
+  | HttpBodyEvent
+  | HttpBodyErrorEvent;
 
 class Reader {
   offset: number;
@@ -218,6 +280,35 @@ export function decodeBatch(
         onEvent({ kind, id, route, remoteAddress, path, query, tls, headers });
         break;
       }
+      case KIND_HTTP_REQUEST: {
+        const id = r.id();
+        const route = r.u16();
+        const method = batch[r.offset]!;
+        const flags = batch[r.offset + 1]!;
+        r.offset += 2;
+        const path = r.str();
+        const query = r.str();
+        const count = batch[r.offset++]!;
+        const params: string[] = [];
+        for (let i = 0; i < count; i++) params.push(r.str());
+        onEvent({ kind, id, route, method, flags, path, query, params, headers: batch.subarray(r.offset, end) });
+        break;
+      }
+      case KIND_HTTP_BODY: {
+        const id = r.id();
+        const last = batch[r.offset] === 1;
+        onEvent({ kind, id, last, data: batch.subarray(r.offset + 1, end) });
+        break;
+      }
+      case KIND_HTTP_BODY_ERROR: {
+        const id = r.id();
+        const status = r.u16();
+        onEvent({ kind, id, status, reason: batch.toString('utf8', r.offset, end) });
+        break;
+      }
+      case KIND_HTTP_OPEN:
+        onEvent({ kind, id: r.id(), remoteAddress: r.str(), tls: r.tls() });
+        break;
       default:
         throw new Error(`ERR_INTERNAL: unknown native event kind ${kind}`);
     }

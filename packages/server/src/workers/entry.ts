@@ -23,7 +23,8 @@ const app = new App(index);
 app.rpc.limits = rpc;
 try {
   await loadApp(app, specifier);
-  post({ type: 'routes', routes: app.routes.map((r) => r.native), staticRoutes: app.staticRoutes });
+  const httpRoutes = app.compileHttp();
+  post({ type: 'routes', routes: app.routes.map((r) => r.native), staticRoutes: app.staticRoutes, httpRoutes });
 } catch (error) {
   post({ type: 'load-error', error: serializeError(error) });
   port.close();

@@ -5,7 +5,7 @@
  * natively, and every other worker goes on.
  */
 import { Worker } from 'node:worker_threads';
-import type { NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from '../native.js';
+import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from '../native.js';
 import { SwitchboardError } from '../errors.js';
 import { type FromWorker, type ToWorker, deserializeError } from '../internal/worker-messages.js';
 import type { RpcWorkerOptions } from '../options.js';
@@ -30,6 +30,7 @@ interface Slot {
 export interface RouteTable {
   routes: NativeRouteOptions[];
   staticRoutes: NativeStaticRoute[];
+  httpRoutes: NativeHttpRoute[];
 }
 
 export class WorkerPool {
@@ -51,8 +52,9 @@ export class WorkerPool {
   /** Start every worker; resolves with the route table they agree on. */
   async start(): Promise<RouteTable> {
     const tables = await Promise.all(Array.from({ length: this.count }, (_, i) => this.spawn(i)));
-    const first = JSON.stringify(tables[0]!.routes);
-    if (tables.some((t) => JSON.stringify(t.routes) !== first)) {
+    const shape = (t: RouteTable) => JSON.stringify([t.routes, t.httpRoutes]);
+    const first = shape(tables[0]!);
+    if (tables.some((t) => shape(t) !== first)) {
       await this.terminateAll();
       throw new SwitchboardError('ERR_ROUTES_DIFFER', 'workers registered different routes');
     }
@@ -81,7 +83,7 @@ export class WorkerPool {
       const onMessage = (message: FromWorker) => {
         if (message.type === 'routes') {
           worker.off('message', onMessage);
-          resolve({ routes: message.routes, staticRoutes: message.staticRoutes });
+          resolve({ routes: message.routes, staticRoutes: message.staticRoutes, httpRoutes: message.httpRoutes });
         } else if (message.type === 'load-error') {
           worker.off('message', onMessage);
           reject(new SwitchboardError('ERR_APP_LOAD', deserializeError(message.error).message, {

@@ -30,6 +30,7 @@ struct Bytes {
     certificate: Vec<u8>,
     hello: Vec<u8>,
     welcome: Vec<u8>,
+    headers: Vec<u8>,
 }
 
 fn bytes_of(v: &Value) -> Bytes {
@@ -42,6 +43,7 @@ fn bytes_of(v: &Value) -> Bytes {
             .unwrap_or_default(),
         hello: hex("hello"),
         welcome: hex("welcome"),
+        headers: hex("headers"),
     }
 }
 
@@ -104,6 +106,36 @@ fn record_of<'a>(v: &'a Value, bytes: &'a Bytes) -> Record<'a> {
             hello: &bytes.hello,
             welcome: &bytes.welcome,
         },
+        "httpOpen" => Record::HttpOpen {
+            id,
+            remote: s("remoteAddress"),
+            tls,
+        },
+        "httpRequest" => Record::HttpRequest {
+            id,
+            route: n("route") as u16,
+            method: n("method") as u8,
+            flags: n("flags") as u8,
+            path: s("path"),
+            query: s("query"),
+            params: v["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_str().unwrap())
+                .collect(),
+            headers: &bytes.headers,
+        },
+        "httpBody" => Record::HttpBody {
+            id,
+            last: v["last"].as_bool().unwrap(),
+            data: &bytes.data,
+        },
+        "httpBodyError" => Record::HttpBodyError {
+            id,
+            status: n("status") as u16,
+            reason: s("reason"),
+        },
         other => panic!("unknown kind {other}"),
     }
 }
@@ -153,6 +185,10 @@ fn every_kind_has_a_vector() {
         "close",
         "drain",
         "rpcOpen",
+        "httpOpen",
+        "httpRequest",
+        "httpBody",
+        "httpBodyError",
     ] {
         assert!(kinds.iter().any(|k| k == kind), "no vector of kind {kind}");
     }

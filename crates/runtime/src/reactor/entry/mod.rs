@@ -4,7 +4,7 @@
 //! here, and here is all the I/O they cause.
 
 use std::collections::VecDeque;
-use std::io::{self, IoSlice};
+use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,17 +12,20 @@ use crate::config::Protocol;
 use crate::connection::ConnectionKind;
 use crate::errors;
 use crate::events::Transport;
-use crate::handshake::{self, Decision, Response, Upgrade};
+use crate::handshake::{self, Response, Upgrade};
 use crate::opening::Accepted;
 use crate::outbound::OutItem;
 use crate::session::{Session, Step};
-use crate::state::{PendingUpgrade, ServerState, UpgradeDecision};
+use crate::state::ServerState;
 use crate::stats;
 use crate::stream::Stream;
 use crate::tls::TlsInfo;
 use crate::wake::{IoWaker, WakeTarget};
+use switchboard_proto::http1::HeadParser;
 
-use super::inbox::{Command, Inbox};
+mod head;
+
+use super::inbox::Inbox;
 
 /// How long we keep reading (and discarding) after our final frame so that
 /// the peer's last bytes do not turn our close into a TCP reset.
@@ -68,6 +71,10 @@ pub(crate) enum Phase {
 
 pub(crate) struct Head {
     buffer: Vec<u8>,
+    /// The strict parser of every request (`switchboard_proto::http1`):
+    /// it decides whether the head is complete and well formed, and
+    /// whether it asks for a WebSocket.
+    parser: HeadParser,
     remote: String,
     deadline: Instant,
 }
@@ -122,6 +129,7 @@ impl Entry {
             stream,
             Phase::Head(Box::new(Head {
                 buffer: Vec::new(),
+                parser: HeadParser::new(handshake::head_limits(&server.config)),
                 remote,
                 deadline: now + server.config.handshake_timeout,
             })),
@@ -226,39 +234,6 @@ impl Entry {
         }
     }
 
-    /// JavaScript's `upgrade` hook decided.
-    pub(crate) fn on_upgrade_decided(
-        &mut self,
-        key: usize,
-        decision: UpgradeDecision,
-        cx: &mut Context<'_>,
-    ) -> Next {
-        let Phase::Hook(_) = &self.phase else {
-            // Decided after the deadline answered for it.
-            return Next::Keep;
-        };
-        let Phase::Hook(hook) =
-            std::mem::replace(&mut self.phase, Phase::Linger { deadline: cx.now })
-        else {
-            unreachable!("matched above");
-        };
-        let Hook {
-            upgrade,
-            id,
-            worker,
-            remote,
-            tls,
-            leftover,
-            ..
-        } = *hook;
-        match upgrade.accept(decision, id, worker, remote, tls) {
-            Ok((response, accepted)) => {
-                self.open_session(key, accepted, Some(response), leftover, cx)
-            }
-            Err(response) => self.respond_then_close(response, cx),
-        }
-    }
-
     /// The server begins a graceful shutdown: a connection still in its
     /// HTTP phase is dropped; a session closes or drains.
     pub(crate) fn on_shutdown(&mut self, key: usize, cx: &mut Context<'_>) -> Next {
@@ -302,151 +277,6 @@ impl Entry {
         self.service(key, true, cx)
     }
 
-    fn read_head(&mut self, key: usize, cx: &mut Context<'_>) -> Next {
-        let Phase::Head(head) = &mut self.phase else {
-            return Next::Keep;
-        };
-        loop {
-            let len = head.buffer.len();
-            head.buffer.resize(len + HEAD_READ_BYTES, 0);
-            match self.stream.read(&mut head.buffer[len..]) {
-                Ok(0) => return Next::Remove,
-                Ok(n) => head.buffer.truncate(len + n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    head.buffer.truncate(len);
-                    return Next::Keep;
-                }
-                Err(_) => return Next::Remove,
-            }
-            match handshake::parse_head(&head.buffer, &cx.server.config) {
-                Ok(Some((request, consumed))) => {
-                    let leftover = head.buffer.split_off(consumed);
-                    let remote = std::mem::take(&mut head.remote);
-                    return self.decide(key, request, remote, leftover, cx);
-                }
-                Ok(None) => {}
-                Err(response) => return self.respond_then_close(response, cx),
-            }
-        }
-    }
-
-    fn decide(
-        &mut self,
-        key: usize,
-        request: switchboard_proto::http::RequestHead,
-        remote: String,
-        leftover: Vec<u8>,
-        cx: &mut Context<'_>,
-    ) -> Next {
-        let upgrade = match handshake::decide(request, &cx.server.config) {
-            Decision::Respond(response) => return self.respond_then_close(response, cx),
-            Decision::Upgrade(upgrade) => upgrade,
-        };
-        let server = cx.server;
-        let id = server.next_id();
-        let worker = server.pick_worker();
-        let tls = self.stream.tls_info();
-        if !upgrade.ask_hook {
-            let decision = UpgradeDecision::Accept { protocol: None };
-            return match upgrade.accept(decision, id, worker, remote, tls) {
-                Ok((response, accepted)) => {
-                    self.open_session(key, accepted, Some(response), leftover, cx)
-                }
-                Err(response) => self.respond_then_close(response, cx),
-            };
-        }
-        // Ask JavaScript; its decision comes back through the inbox.
-        let inbox = cx.inbox.clone();
-        let generation = self.generation;
-        server.pending_upgrades.lock().insert(
-            id,
-            PendingUpgrade {
-                worker,
-                reply: Box::new(move |decision| {
-                    inbox.push(Command::UpgradeDecided {
-                        key,
-                        generation,
-                        decision,
-                    })
-                }),
-            },
-        );
-        server.queues[worker].push(&upgrade.hook_record(id, &remote, tls.as_ref()));
-        self.phase = Phase::Hook(Box::new(Hook {
-            upgrade,
-            id,
-            worker,
-            remote,
-            tls,
-            leftover,
-            deadline: cx.now + server.config.upgrade_timeout,
-        }));
-        Next::Keep
-    }
-
-    /// Start the session of an accepted upgrade: the `101` goes out first,
-    /// then whatever the session writes; bytes that came after the request
-    /// head are its first input.
-    fn open_session(
-        &mut self,
-        key: usize,
-        accepted: Accepted,
-        response: Option<Vec<u8>>,
-        mut leftover: Vec<u8>,
-        cx: &mut Context<'_>,
-    ) -> Next {
-        let waker = WakeTarget::new(cx.waker.clone(), key, self.generation);
-        let mut session = Session::start(accepted, cx.server.clone(), waker, cx.now);
-        if let Some(response) = response {
-            session.push_first(response);
-        }
-        if !leftover.is_empty() {
-            session.on_bytes(&mut leftover, cx.now);
-        }
-        self.phase = Phase::Session(session);
-        self.service(key, true, cx)
-    }
-
-    /// Start writing `response`; the connection closes once it is out.
-    fn respond_then_close(&mut self, response: Response, cx: &mut Context<'_>) -> Next {
-        if response.rejected {
-            stats::add(&cx.server.stats.handshakes_rejected, 1);
-        }
-        self.phase = Phase::Respond(Box::new(Respond {
-            bytes: response.bytes,
-            written: 0,
-            deadline: cx.now + RESPONSE_WRITE_TIMEOUT,
-        }));
-        self.write_response()
-    }
-
-    fn write_response(&mut self) -> Next {
-        let Phase::Respond(respond) = &mut self.phase else {
-            return Next::Keep;
-        };
-        while respond.written < respond.bytes.len() {
-            match self
-                .stream
-                .write_vectored(&[IoSlice::new(&respond.bytes[respond.written..])])
-            {
-                Ok(0) => return Next::Remove,
-                Ok(n) => respond.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Keep,
-                Err(_) => return Next::Remove,
-            }
-        }
-        if self.stream.has_buffered_output() {
-            return Next::Keep;
-        }
-        // Half-close, and read until the client closes too, so its unread
-        // request does not turn into a reset that destroys the response.
-        self.stream.shutdown_write();
-        self.phase = Phase::Linger {
-            deadline: respond.deadline.max(Instant::now()) + LINGER,
-        };
-        Next::Keep
-    }
-
     fn run_session(&mut self, key: usize, readable: bool, cx: &mut Context<'_>) -> Next {
         let Phase::Session(session) = &mut self.phase else {
             return Next::Keep;
@@ -476,6 +306,13 @@ impl Entry {
         };
         // What other threads queued (the socket is ours from here), then
         // everything the socket takes.
+        // Responses that ended may let an HTTP session's own response (or
+        // its next requests) through: queued before the queue is taken, so
+        // they go out in this turn, behind the responses before them.
+        if session.read_resumed(cx.now) && !self.paused {
+            // Input may wait in the socket with no new edge to announce it.
+            cx.again.push(key);
+        }
         let taken = session.connection().outbound.take(cx.items);
         if session.on_outbound(cx.items, taken, cx.now) == Step::End {
             return self.end_session((1006, String::new()), false);

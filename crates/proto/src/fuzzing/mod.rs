@@ -201,7 +201,7 @@ pub fn handshake(data: &[u8]) {
     }
 }
 
-fn check_error_response(status: u16, response: &[u8]) {
+pub(super) fn check_error_response(status: u16, response: &[u8]) {
     let mut headers = [httparse::EMPTY_HEADER; 16];
     let mut parsed = httparse::Response::new(&mut headers);
     let status_line = parsed
@@ -326,6 +326,9 @@ fn check_wire_error(e: crate::rpc::ProtocolError) {
     assert!(!e.to_string().is_empty());
 }
 
+mod http1;
+pub use http1::{http1_pipeline, http1_request, OwnedRequest, PipelineEnd};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +362,7 @@ mod tests {
             rpc_decoder(&input);
             handshake(&input);
             deflate_negotiate(&input);
+            http1_request(&input);
         }
     }
 

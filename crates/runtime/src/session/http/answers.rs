@@ -1,0 +1,187 @@
+//! The responses an HTTP connection answers itself, never reaching
+//! JavaScript: a fixed route, 404, 405, 426, a malformed request, a
+//! timeout. Each waits its turn behind JavaScript's responses
+//! (`outbound/http.rs`), and those that close the connection end it once
+//! they are written.
+
+use std::time::Instant;
+
+use switchboard_proto::http1::{
+    self, BodyKind, HttpError, Method, RequestHead, ResponseBody, Version,
+};
+
+use super::{Core, ReadState};
+use crate::errors::Failure;
+use crate::events::Record;
+use crate::session::{Machine, Phase};
+use crate::stats;
+
+impl Core {
+    /// A fixed route (`app.get(path, { body })`). A request with a body
+    /// closes the connection: the body is not read.
+    pub(super) fn fixed(
+        &mut self,
+        machine: &mut Machine,
+        index: usize,
+        head: &RequestHead<'_, '_>,
+        keep_alive: bool,
+        now: Instant,
+    ) {
+        let route = &machine.server.config.static_routes[index];
+        let close = !keep_alive || head.body != BodyKind::Empty;
+        let mut extra = Vec::new();
+        let mut cache_control = false;
+        for (name, value) in &route.headers {
+            cache_control |= name.eq_ignore_ascii_case("cache-control");
+            extra.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        if !cache_control {
+            extra.extend_from_slice(b"Cache-Control: no-cache\r\n");
+        }
+        extra.extend_from_slice(format!("Content-Type: {}\r\n", route.content_type).as_bytes());
+        let body: &[u8] = if head.method == Method::Head {
+            &[]
+        } else {
+            &route.body
+        };
+        let response = frame(200, &extra, body, route.body.len(), !close, head.version);
+        self.after_own(close, now);
+        self.respond(machine, response, close);
+    }
+
+    /// Answer a request with a failure of ours; the connection stays open
+    /// when the request allows it and has no body (which we would have to
+    /// read and discard).
+    pub(super) fn answer(
+        &mut self,
+        machine: &mut Machine,
+        failure: Failure,
+        extra: &[u8],
+        head: &RequestHead<'_, '_>,
+        keep_alive: bool,
+        now: Instant,
+    ) {
+        let close = !keep_alive || head.body != BodyKind::Empty;
+        let text = failure.reason();
+        let body: &[u8] = if head.method == Method::Head {
+            b""
+        } else {
+            text.as_bytes()
+        };
+        let mut headers = extra.to_vec();
+        headers.extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\n");
+        let response = frame(
+            failure.status,
+            &headers,
+            body,
+            text.len(),
+            !close,
+            head.version,
+        );
+        self.after_own(close, now);
+        self.respond(machine, response, close);
+    }
+
+    /// A request answered by us is read (we do not read its body).
+    fn after_own(&mut self, close: bool, now: Instant) {
+        if close {
+            self.last_request = true;
+        }
+        self.request_read(now);
+    }
+
+    /// A malformed request: its status, and the connection closes (what
+    /// follows cannot be framed).
+    pub(super) fn reject(&mut self, machine: &mut Machine, error: HttpError) {
+        stats::add(&machine.server.stats.handshakes_rejected, 1);
+        let text = format!("{}: {}", error.code(), error);
+        self.refuse(machine, error.status(), &text);
+    }
+
+    /// The body of the request JavaScript has cannot be read to its end:
+    /// its handlers hear why (their response is the answer), nothing more
+    /// is read, and the connection closes once the responses in flight
+    /// ended (the rest of the stream cannot be framed).
+    pub(super) fn body_failed(&mut self, machine: &mut Machine, status: u16, reason: &str) {
+        machine.queue().push(&Record::HttpBodyError {
+            id: machine.connection.id,
+            status,
+            reason,
+        });
+        self.state = ReadState::Done;
+        self.last_request = true;
+        self.closing_when_idle = true;
+        self.ended = machine.connection.outbound.responses_ended(true);
+        if self.in_flight() == 0 {
+            self.close_now(machine);
+        }
+    }
+
+    /// Answer with `status` and `text`, then close.
+    pub(super) fn refuse(&mut self, machine: &mut Machine, status: u16, text: &str) {
+        let response = frame(
+            status,
+            b"Content-Type: text/plain; charset=utf-8\r\n",
+            text.as_bytes(),
+            text.len(),
+            false,
+            Version::Http11,
+        );
+        self.last_request = true;
+        self.state = ReadState::Done;
+        self.respond(machine, response, true);
+    }
+
+    /// Queue a response of ours once JavaScript's before it ended; until
+    /// then it is held, and nothing more is read.
+    pub(super) fn respond(&mut self, machine: &mut Machine, response: Vec<u8>, close: bool) {
+        let outbound = &machine.connection.outbound;
+        if outbound.push_own_response(self.dispatched, &response, close) {
+            if close {
+                self.state = ReadState::Done;
+            }
+        } else {
+            self.state = ReadState::Held { response, close };
+        }
+    }
+
+    /// Close without a response (an idle keep-alive connection, the end of
+    /// a shutdown): queue the end behind whatever is queued.
+    pub(super) fn close_now(&mut self, machine: &mut Machine) {
+        self.state = ReadState::Done;
+        machine
+            .connection
+            .outbound
+            .push_own_response(self.dispatched, &[], true);
+        if machine.phase == Phase::Open {
+            machine.settle(1000, "");
+        }
+    }
+}
+
+/// A whole response of ours: head (with `Content-Length: length`, the
+/// body's length even when `body` is empty for HEAD) and body.
+fn frame(
+    status: u16,
+    headers: &[u8],
+    body: &[u8],
+    length: usize,
+    keep_alive: bool,
+    version: Version,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160 + headers.len() + body.len());
+    crate::http::with_date(|date| {
+        http1::write_response_head(
+            &mut out,
+            status,
+            None,
+            date,
+            headers,
+            ResponseBody::Length(length as u64),
+            keep_alive,
+            version,
+        )
+    });
+    out.extend_from_slice(body);
+    out
+}

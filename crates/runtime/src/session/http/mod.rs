@@ -1,0 +1,463 @@
+//! What an HTTP connection reads: requests one after another (pipelined or
+//! not), each matched natively (`http/routes.rs`). A request for a route
+//! of JavaScript's crosses to the connection's worker as one record with
+//! its route, parameters and raw header lines, its body after it in
+//! pieces; everything else (a fixed route, 404, 405, 426, a malformed
+//! request) is answered here, never reaching JavaScript.
+//!
+//! Responses leave in the order of the requests. JavaScript ends its own in
+//! order; a response of ours waits until every one before it ended
+//! (`outbound/http.rs`), and while it waits, nothing more is read. So does
+//! a connection with `max_pipelined` requests in JavaScript's hands: the
+//! rest wait in the socket, and TCP holds the client back.
+//!
+//! Deadlines: a request head must be complete `header_timeout` after its
+//! first byte, and a body must progress every `body_timeout` (else `408`
+//! and the connection closes); a connection with nothing in progress
+//! closes after `keep_alive_timeout`. The time a handler takes has no
+//! native limit: JavaScript owns it.
+
+use std::time::Instant;
+
+use switchboard_proto::http1::{
+    BodyDecoder, BodyKind, BodyLimits, HeadParser, RequestHead, Version,
+};
+
+mod answers;
+#[cfg(test)]
+mod tests;
+
+use super::Machine;
+use crate::errors;
+use crate::events::{Record, TlsRecord, REQUEST_BODY, REQUEST_HTTP10, REQUEST_KEEP_ALIVE};
+use crate::http::routes::Routed;
+use crate::stats;
+use crate::tls::TlsInfo;
+
+/// The interim response that lets a client waiting on
+/// `Expect: 100-continue` send its body (RFC 9110 §10.1.1).
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+pub(crate) struct HttpReader {
+    parser: HeadParser,
+    /// Input not used yet: a partial head or chunk line, or requests that
+    /// wait (pipelining limit, a response of ours waiting its turn).
+    pending: Vec<u8>,
+    core: Core,
+}
+
+/// Everything but the parser, which lends the head it parsed.
+struct Core {
+    state: ReadState,
+    /// Requests handed to JavaScript, and how many of their responses
+    /// ended as last read from the queue (wrapping counts).
+    dispatched: u32,
+    ended: u32,
+    /// The worker heard `HTTP_OPEN`.
+    opened: bool,
+    remote: String,
+    tls: Option<TlsInfo>,
+    /// The first byte of the request head being read arrived then.
+    head_started: Option<Instant>,
+    /// Since when nothing was in progress, as far as this side knows.
+    idle_since: Instant,
+    /// After the body being read, read nothing more (the request did not
+    /// keep the connection alive).
+    last_request: bool,
+    /// The server is shutting down: serve what is in flight, then close.
+    closing_when_idle: bool,
+    /// Parameter values' storage, reused (see `recycle`).
+    params: Vec<&'static str>,
+}
+
+enum ReadState {
+    Head,
+    /// The body of the last request handed to JavaScript.
+    Body(BodyDecoder),
+    /// A response of ours waits for JavaScript's responses before it.
+    Held {
+        response: Vec<u8>,
+        close: bool,
+    },
+    /// Nothing more is read (the last response closes the connection).
+    Done,
+}
+
+impl HttpReader {
+    pub(super) fn new(
+        config: &crate::config::ServerConfig,
+        remote: String,
+        tls: Option<TlsInfo>,
+        now: Instant,
+    ) -> Self {
+        Self {
+            parser: HeadParser::new(crate::handshake::head_limits(config)),
+            pending: Vec::new(),
+            core: Core {
+                state: ReadState::Head,
+                dispatched: 0,
+                ended: 0,
+                opened: false,
+                remote,
+                tls,
+                head_started: None,
+                idle_since: now,
+                last_request: false,
+                closing_when_idle: false,
+                params: Vec::new(),
+            },
+        }
+    }
+
+    /// Whether the worker knows this connection (and must hear `CLOSE`).
+    pub(super) fn opened(&self) -> bool {
+        self.core.opened
+    }
+
+    /// Whether reading the socket is any use now.
+    pub(super) fn wants_read(&self, machine: &Machine) -> bool {
+        match self.core.state {
+            ReadState::Held { .. } | ReadState::Done => false,
+            ReadState::Body(_) => true,
+            ReadState::Head => {
+                !self.core.closing_when_idle
+                    && self.core.in_flight() < machine.config().http.max_pipelined as u32
+            }
+        }
+    }
+
+    /// Bytes that arrived.
+    pub(super) fn on_bytes(&mut self, machine: &mut Machine, bytes: &[u8], now: Instant) {
+        if self.pending.is_empty() {
+            // The common case: whole requests in one read, parsed where
+            // they lie.
+            let used = self.process(machine, bytes, now);
+            if used < bytes.len() && !matches!(self.core.state, ReadState::Done) {
+                self.pending.extend_from_slice(&bytes[used..]);
+            }
+        } else {
+            self.pending.extend_from_slice(bytes);
+            self.resume(machine, now);
+        }
+    }
+
+    /// Go on with what waits in `pending`.
+    fn resume(&mut self, machine: &mut Machine, now: Instant) {
+        let pending = std::mem::take(&mut self.pending);
+        let used = self.process(machine, &pending, now);
+        self.pending = pending;
+        if matches!(self.core.state, ReadState::Done) {
+            self.pending = Vec::new();
+        } else {
+            self.pending.drain(..used);
+            if self.pending.is_empty() {
+                // A burst of pipelined requests leaves no capacity behind.
+                self.pending = Vec::new();
+            }
+        }
+    }
+
+    /// Use what `input` holds; returns the bytes used.
+    fn process(&mut self, machine: &mut Machine, input: &[u8], now: Instant) -> usize {
+        let mut at = 0;
+        loop {
+            let core = &mut self.core;
+            match &mut core.state {
+                ReadState::Done => return input.len(),
+                ReadState::Held { .. } => return at,
+                ReadState::Body(decoder) => {
+                    if at == input.len() {
+                        return at;
+                    }
+                    let chunk = match decoder.decode(&input[at..]) {
+                        Ok(chunk) => chunk,
+                        Err(error) => {
+                            let reason = format!("{}: {}", error.code(), error);
+                            core.body_failed(machine, error.status(), &reason);
+                            return input.len();
+                        }
+                    };
+                    at += chunk.consumed;
+                    if !chunk.data.is_empty() || chunk.done {
+                        machine.queue().push(&Record::HttpBody {
+                            id: machine.connection.id,
+                            last: chunk.done,
+                            data: chunk.data,
+                        });
+                    }
+                    if chunk.done {
+                        core.request_read(now);
+                    } else if chunk.consumed == 0 {
+                        return at;
+                    }
+                }
+                ReadState::Head => {
+                    if at == input.len() {
+                        return at;
+                    }
+                    if core.closing_when_idle {
+                        core.state = ReadState::Done;
+                        return input.len();
+                    }
+                    let max_pipelined = machine.config().http.max_pipelined as u32;
+                    if core.in_flight() >= max_pipelined {
+                        core.ended = machine.connection.outbound.responses_ended(true);
+                        if core.in_flight() >= max_pipelined {
+                            return at;
+                        }
+                    }
+                    core.head_started.get_or_insert(now);
+                    match self.parser.parse(&input[at..]) {
+                        Ok(None) => return at,
+                        Ok(Some(head)) => {
+                            at += head.head_len;
+                            core.on_request(machine, &head, now);
+                        }
+                        Err(error) => {
+                            core.reject(machine, error);
+                            return input.len();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the queue says after other threads wrote to it: responses may
+    /// have ended, letting a response of ours out or more requests in.
+    /// Returns true when reading may resume (the driver reads again: the
+    /// socket may hold data that no new readiness edge will announce).
+    pub(super) fn on_outbound(&mut self, machine: &mut Machine, now: Instant) -> bool {
+        let could_read = self.wants_read(machine);
+        let core = &mut self.core;
+        let waiting = match core.state {
+            ReadState::Held { .. } => true,
+            ReadState::Head | ReadState::Done => core.in_flight() > 0,
+            ReadState::Body(_) => false,
+        };
+        if !waiting {
+            return false;
+        }
+        core.ended = machine.connection.outbound.responses_ended(false);
+        if core.in_flight() == 0 {
+            core.idle_since = now;
+        }
+        if let ReadState::Held { .. } = core.state {
+            let ReadState::Held { response, close } =
+                std::mem::replace(&mut core.state, ReadState::Head)
+            else {
+                unreachable!("matched above");
+            };
+            core.respond(machine, response, close);
+        }
+        if core.closing_when_idle && core.in_flight() == 0 {
+            core.close_now(machine);
+            return false;
+        }
+        if matches!(core.state, ReadState::Head) && !self.pending.is_empty() {
+            self.resume(machine, now);
+        }
+        !could_read && self.wants_read(machine)
+    }
+
+    /// Whether nothing is in progress: no request partly read, none in
+    /// JavaScript's hands (as far as this side knows).
+    pub(super) fn is_idle(&self) -> bool {
+        matches!(self.core.state, ReadState::Head | ReadState::Done)
+            && self.core.head_started.is_none()
+            && self.core.in_flight() == 0
+    }
+
+    /// The server shuts down: requests in flight are answered, no new one
+    /// is read.
+    pub(super) fn on_shutdown(&mut self, machine: &mut Machine) {
+        let core = &mut self.core;
+        core.closing_when_idle = true;
+        core.ended = machine.connection.outbound.responses_ended(true);
+        if matches!(core.state, ReadState::Head) && core.in_flight() == 0 {
+            core.close_now(machine);
+        }
+    }
+
+    /// The earliest time `on_deadline` has something to do.
+    pub(super) fn next_deadline(&self, machine: &Machine) -> Option<Instant> {
+        let http = &machine.config().http;
+        let core = &self.core;
+        match core.state {
+            ReadState::Body(_) => Some(machine.liveness.last_received + http.body_timeout),
+            ReadState::Head => match core.head_started {
+                Some(started) => Some(started + http.header_timeout),
+                None => Some(core.idle_since + http.keep_alive_timeout),
+            },
+            ReadState::Held { .. } | ReadState::Done => None,
+        }
+    }
+
+    pub(super) fn on_deadline(&mut self, machine: &mut Machine, now: Instant) {
+        let http = &machine.config().http;
+        let (header_timeout, body_timeout, keep_alive) = (
+            http.header_timeout,
+            http.body_timeout,
+            http.keep_alive_timeout,
+        );
+        let core = &mut self.core;
+        match core.state {
+            ReadState::Body(_) if now >= machine.liveness.last_received + body_timeout => {
+                let failure = errors::HTTP_REQUEST_TIMEOUT;
+                core.body_failed(machine, failure.status, &failure.reason());
+            }
+            ReadState::Head => match core.head_started {
+                Some(started) if now >= started + header_timeout => {
+                    let failure = errors::HTTP_REQUEST_TIMEOUT;
+                    core.refuse(machine, failure.status, &failure.reason());
+                }
+                None if now >= core.idle_since + keep_alive => {
+                    core.ended = machine.connection.outbound.responses_ended(false);
+                    if core.in_flight() > 0 {
+                        // Still answering (or the ends were not read yet):
+                        // idle counts from now.
+                        core.idle_since = now;
+                    } else {
+                        core.close_now(machine);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+impl Core {
+    fn in_flight(&self) -> u32 {
+        self.dispatched.wrapping_sub(self.ended)
+    }
+
+    /// A request's head and body are read: the next head may come.
+    fn request_read(&mut self, now: Instant) {
+        self.head_started = None;
+        self.idle_since = now;
+        self.state = if self.last_request {
+            ReadState::Done
+        } else {
+            ReadState::Head
+        };
+    }
+
+    fn on_request(&mut self, machine: &mut Machine, head: &RequestHead<'_, '_>, now: Instant) {
+        stats::add(&machine.server.stats.http_requests, 1);
+        let keep_alive = head.keep_alive && !self.closing_when_idle;
+        self.last_request = !keep_alive;
+        let server = machine.server.clone();
+        let mut params = recycle(std::mem::take(&mut self.params));
+        let routed = server.http_routes.find(head.method, head.path, &mut params);
+        match routed {
+            Routed::Handler {
+                route,
+                max_body_bytes,
+            } => {
+                let decoder = match head.body {
+                    BodyKind::Empty => None,
+                    kind => {
+                        let limits = BodyLimits {
+                            max_body_bytes,
+                            ..BodyLimits::default()
+                        };
+                        match BodyDecoder::new(kind, limits) {
+                            Ok(decoder) => Some(decoder),
+                            Err(error) => {
+                                self.params = forget(params);
+                                self.reject(machine, error);
+                                return;
+                            }
+                        }
+                    }
+                };
+                if head.expect_continue && decoder.is_some() {
+                    // Only when nothing is in flight: a `100` between two
+                    // responses would break their order. A client that
+                    // pipelines behind an `Expect` sends its body after
+                    // its own timeout anyway.
+                    machine
+                        .connection
+                        .outbound
+                        .push_own_response(self.dispatched, CONTINUE, false);
+                }
+                let id = machine.connection.id;
+                if !self.opened {
+                    self.opened = true;
+                    machine.queue().push(&Record::HttpOpen {
+                        id,
+                        remote: &self.remote,
+                        tls: self.tls.as_ref().map(TlsRecord::from),
+                    });
+                }
+                let mut flags = 0;
+                if keep_alive {
+                    flags |= REQUEST_KEEP_ALIVE;
+                }
+                if head.version == Version::Http10 {
+                    flags |= REQUEST_HTTP10;
+                }
+                if decoder.is_some() {
+                    flags |= REQUEST_BODY;
+                }
+                machine.queue().push(&Record::HttpRequest {
+                    id,
+                    route,
+                    method: head.method.index(),
+                    flags,
+                    path: head.path,
+                    query: head.query.unwrap_or(""),
+                    params: params.clone(),
+                    headers: head.headers_raw,
+                });
+                self.dispatched = self.dispatched.wrapping_add(1);
+                match decoder {
+                    Some(decoder) => self.state = ReadState::Body(decoder),
+                    None => self.request_read(now),
+                }
+            }
+            Routed::Fixed(index) => self.fixed(machine, index, head, keep_alive, now),
+            Routed::NotFound => {
+                let failure = if server.config.routes.iter().any(|r| r.matches(head.path)) {
+                    errors::WS_UPGRADE_REQUIRED
+                } else {
+                    errors::HTTP_NOT_FOUND
+                };
+                let extra: &[u8] = if failure == errors::WS_UPGRADE_REQUIRED {
+                    b"Upgrade: websocket\r\n"
+                } else {
+                    b""
+                };
+                self.answer(machine, failure, extra, head, keep_alive, now);
+            }
+            Routed::MethodNotAllowed { allow } => {
+                let extra = format!("Allow: {allow}\r\n");
+                self.answer(
+                    machine,
+                    errors::HTTP_METHOD_NOT_ALLOWED,
+                    extra.as_bytes(),
+                    head,
+                    keep_alive,
+                    now,
+                );
+            }
+        }
+        self.params = forget(params);
+    }
+}
+
+/// The parameters' storage, emptied, for borrows of a new input. The
+/// in-place `collect` keeps the allocation (same element layout), so a
+/// request costs no allocation for its parameters.
+fn recycle<'a>(mut params: Vec<&'static str>) -> Vec<&'a str> {
+    params.clear();
+    params.into_iter().collect()
+}
+
+/// The storage back, its borrows dropped.
+fn forget(mut params: Vec<&str>) -> Vec<&'static str> {
+    params.clear();
+    params.into_iter().map(|_| "").collect()
+}

@@ -1,0 +1,240 @@
+//! The HTTP session with no socket and no clock: requests in, records for
+//! the worker and bytes on the wire out; JavaScript's responses are queued
+//! the way a worker queues them (`http::respond`).
+
+use std::time::Duration;
+
+use crate::config::{HttpRouteConfig, ServerConfig};
+use crate::connection::ConnectionKind;
+use crate::http::respond::{self, ResponseParts, RESPOND_KEEP_ALIVE};
+use crate::session::tests::{start, Harness};
+
+fn http(routes: &[(&str, &str)], tune: impl FnOnce(&mut ServerConfig)) -> Harness {
+    let mut config = ServerConfig {
+        workers: 1,
+        http_routes: routes
+            .iter()
+            .map(|(method, pattern)| HttpRouteConfig {
+                method: Some((*method).to_owned()),
+                pattern: (*pattern).to_owned(),
+                max_body_bytes: None,
+            })
+            .collect(),
+        ..ServerConfig::default()
+    };
+    tune(&mut config);
+    start(config, ConnectionKind::Http)
+}
+
+/// A worker's whole response, queued as `httpRespond` queues it.
+fn answer(h: &Harness, body: &str, keep_alive: bool) {
+    let parts = ResponseParts {
+        status: 200,
+        headers: b"",
+        body: body.as_bytes(),
+        flags: if keep_alive { RESPOND_KEEP_ALIVE } else { 0 },
+        length: 0,
+    };
+    respond::respond(h.session.connection(), &parts);
+}
+
+impl Harness {
+    /// The I/O thread's turn after other threads queued, as the reactor
+    /// takes it: what the ended responses let through, the queue, writes.
+    fn turn(&mut self, ms: u64) -> bool {
+        let resumed = self.session.read_resumed(self.at(ms));
+        self.outbound(ms);
+        self.flush();
+        resumed
+    }
+
+    /// The status lines and bodies written so far, in order.
+    fn responses(&self) -> Vec<String> {
+        let text = String::from_utf8_lossy(&self.wire).into_owned();
+        let mut out = Vec::new();
+        let mut rest = text.as_str();
+        while let Some(end) = rest.find("\r\n\r\n") {
+            let head = &rest[..end];
+            let status = head.lines().next().unwrap_or_default().to_owned();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .map_or(0, |n| n.parse::<usize>().unwrap());
+            let body = &rest[end + 4..end + 4 + length];
+            out.push(format!("{status} | {body}"));
+            rest = &rest[end + 4 + length..];
+        }
+        out
+    }
+}
+
+const GET_USER: &[u8] = b"GET /users/42?x=1 HTTP/1.1\r\nHost: a\r\n\r\n";
+
+#[test]
+fn a_request_for_a_route_reaches_the_worker_with_its_route_and_parameters() {
+    let mut h = http(&[("GET", "/"), ("GET", "/users/:id")], |_| {});
+    h.feed(GET_USER, 1);
+    assert_eq!(
+        h.events(),
+        ["http-open", "request 1 /users/42?x=1 [\"42\"] flags 1"]
+    );
+    // The next request of the connection: no second HTTP_OPEN.
+    h.feed(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 2);
+    assert_eq!(h.events(), ["request 0 /? [] flags 1"]);
+}
+
+#[test]
+fn a_response_of_ours_waits_for_the_responses_before_it() {
+    let mut h = http(&[("GET", "/users/:id")], |_| {});
+    // A request for JavaScript, then one the core answers (404), pipelined.
+    let mut bytes = GET_USER.to_vec();
+    bytes.extend_from_slice(b"GET /missing HTTP/1.1\r\nHost: a\r\n\r\n");
+    h.feed(&bytes, 1);
+    h.turn(1);
+    assert!(h.wire.is_empty(), "the 404 may not pass the first response");
+    assert!(!h.session.wants_read(), "nothing more is read meanwhile");
+    answer(&h, "user 42", true);
+    assert!(h.turn(2), "reading resumes");
+    let responses = h.responses();
+    assert_eq!(responses.len(), 2, "{responses:?}");
+    assert_eq!(responses[0], "HTTP/1.1 200 OK | user 42");
+    assert!(responses[1].starts_with("HTTP/1.1 404 Not Found | ERR_HTTP_NOT_FOUND"));
+}
+
+#[test]
+fn pipelined_requests_beyond_the_limit_wait_in_the_socket() {
+    let mut h = http(&[("GET", "/users/:id")], |c| c.http.max_pipelined = 2);
+    h.feed(&GET_USER.repeat(3), 1);
+    let events = h.events();
+    assert_eq!(events.len(), 3, "open and two requests: {events:?}");
+    assert!(!h.session.wants_read());
+    answer(&h, "one", true);
+    // A response ended: the waiting request goes to the worker, which is
+    // at the limit again, so the socket still waits.
+    assert!(!h.turn(2));
+    assert_eq!(h.events().len(), 1, "the third request went to the worker");
+    assert_eq!(h.responses(), ["HTTP/1.1 200 OK | one"]);
+    assert!(!h.session.wants_read());
+    answer(&h, "two", true);
+    assert!(h.turn(3), "below the limit: reading resumes");
+    assert!(h.session.wants_read());
+}
+
+#[test]
+fn a_response_that_does_not_keep_the_connection_alive_ends_it() {
+    let mut h = http(&[("GET", "/users/:id")], |_| {});
+    h.feed(
+        b"GET /users/1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        1,
+    );
+    assert_eq!(h.events()[1], "request 0 /users/1? [\"1\"] flags 0");
+    answer(&h, "bye", false);
+    h.turn(2);
+    assert_eq!(h.responses(), ["HTTP/1.1 200 OK | bye"]);
+    assert!(
+        String::from_utf8_lossy(&h.wire).contains("Connection: close\r\n"),
+        "the head says so"
+    );
+    assert!(
+        h.session.is_done(),
+        "the connection ends once it is written"
+    );
+}
+
+#[test]
+fn an_idle_connection_closes_after_the_keep_alive_timeout() {
+    let mut h = http(&[("GET", "/users/:id")], |c| {
+        c.http.keep_alive_timeout = Duration::from_secs(5)
+    });
+    h.feed(GET_USER, 0);
+    // A request in the handlers' hands: not idle, however long it takes.
+    let deadline = h.session.next_deadline().unwrap();
+    h.session.on_deadline(deadline);
+    h.turn(5_000);
+    assert!(!h.session.is_done());
+    answer(&h, "late", true);
+    h.turn(6_000);
+    let deadline = h.session.next_deadline().unwrap();
+    assert!(
+        deadline <= h.at(11_000),
+        "idle from the response's end at the latest"
+    );
+    h.session.on_deadline(h.at(11_000));
+    h.turn(11_000);
+    assert!(h.session.is_done(), "idle for the timeout: closed");
+}
+
+#[test]
+fn a_request_head_that_does_not_complete_in_time_gets_408() {
+    let mut h = http(&[("GET", "/")], |c| {
+        c.http.header_timeout = Duration::from_secs(2)
+    });
+    h.feed(b"GET / HTTP/1.1\r\nHo", 100);
+    assert_eq!(h.session.next_deadline(), Some(h.at(2_100)));
+    h.session.on_deadline(h.at(2_100));
+    h.turn(2_100);
+    let responses = h.responses();
+    assert!(responses[0].starts_with("HTTP/1.1 408 Request Timeout | ERR_HTTP_REQUEST_TIMEOUT"));
+    assert!(h.session.is_done());
+    assert!(h.events().is_empty(), "the worker never heard of it");
+}
+
+#[test]
+fn a_malformed_body_fails_the_request_and_closes_after_its_response() {
+    let mut h = http(&[("POST", "/upload")], |_| {});
+    h.feed(
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n",
+        1,
+    );
+    assert_eq!(
+        h.events(),
+        [
+            "http-open",
+            "request 0 /upload? [] flags 5",
+            "body abc false",
+            "body-error 400"
+        ]
+    );
+    assert!(!h.session.wants_read());
+    answer(&h, "bad body", true);
+    h.turn(2);
+    assert_eq!(h.responses(), ["HTTP/1.1 200 OK | bad body"]);
+    assert!(h.session.is_done(), "closed after the response");
+}
+
+#[test]
+fn a_malformed_request_is_refused_without_reaching_the_worker() {
+    let mut h = http(&[("POST", "/upload")], |_| {});
+    h.feed(
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+        1,
+    );
+    h.turn(1);
+    assert!(h.responses()[0].starts_with("HTTP/1.1 400 Bad Request | ERR_HTTP_BAD_REQUEST"));
+    assert!(h.session.is_done());
+    assert!(h.events().is_empty());
+}
+
+#[test]
+fn bodies_cross_in_pieces_as_they_arrive() {
+    let mut h = http(&[("POST", "/upload")], |_| {});
+    h.feed(
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123",
+        1,
+    );
+    h.feed(b"456", 2);
+    h.feed(b"789POST /upload HTTP/1.1\r\nHost: a\r\n", 3);
+    assert_eq!(
+        h.events(),
+        [
+            "http-open",
+            "request 0 /upload? [] flags 5",
+            "body 0123 false",
+            "body 456 false",
+            "body 789 true"
+        ]
+    );
+    // The next head completes later; a POST without a body has none.
+    h.feed(b"\r\n", 4);
+    assert_eq!(h.events(), ["request 0 /upload? [] flags 1"]);
+}

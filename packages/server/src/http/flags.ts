@@ -1,0 +1,16 @@
+/**
+ * The flag bits of `httpRespond` and `httpWrite`, as the native side reads
+ * them (`crates/runtime/src/http/respond.rs`, which says what each means).
+ */
+export const RESPOND_KEEP_ALIVE = 1;
+export const RESPOND_HTTP10 = 2;
+export const RESPOND_HEAD = 4;
+export const RESPOND_STREAM = 8;
+export const RESPOND_LENGTH = 16;
+export const WRITE_CHUNKED = 32;
+export const WRITE_END = 64;
+
+/** `httpRespond`'s and `httpWrite`'s results (`SendStatus` in `websocket.ts`). */
+export const STATUS_SENT = 0;
+export const STATUS_BUFFERED = 1;
+export const STATUS_CLOSED = 3;

@@ -1,0 +1,363 @@
+/**
+ * The response to one HTTP request. Its head and body are framed natively
+ * (`httpRespond`, `httpWrite`); here are the status, the headers and the
+ * rules: one response per request, nothing after its end, and no effect
+ * once the client has gone, so nothing a handler does to a response can
+ * crash the server or leave it waiting.
+ *
+ * Responses leave in the order of their requests: a pipelining client's
+ * later response waits (in `ops`) until the ones before it ended.
+ */
+import { native } from '../native.js';
+import { SwitchboardError } from '../errors.js';
+import {
+  RESPOND_HEAD,
+  RESPOND_HTTP10,
+  RESPOND_KEEP_ALIVE,
+  RESPOND_LENGTH,
+  RESPOND_STREAM,
+  STATUS_BUFFERED,
+  WRITE_CHUNKED,
+  WRITE_END,
+} from './flags.js';
+
+/** What a response needs of its connection (`internal/http-state.ts`). */
+export interface ResponseHost {
+  readonly serverId: number;
+  readonly id: number;
+  /** The response ended: the next one in line may write. */
+  ended(response: Response): void;
+  /** A misuse of the response by the application (reported, not thrown). */
+  misuse(error: Error): void;
+}
+
+/** A body `send` takes. Objects (other than bytes) are sent as JSON. */
+export type ResponseBody = string | Uint8Array | null | undefined | object;
+
+const enum Stage {
+  /** Nothing sent yet: status and headers may change. */
+  Head,
+  /** The head is out (or queued); the body is being written. */
+  Streaming,
+  Ended,
+}
+
+/** Headers the native side writes itself, which a handler may not set. */
+const FRAMING = new Set(['transfer-encoding', 'date', 'keep-alive', 'upgrade', 'trailer', 'te']);
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Tab, visible ASCII and obs-text: no CR, LF, NUL or other controls. */
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  json: 'application/json; charset=utf-8',
+  html: 'text/html; charset=utf-8',
+  text: 'text/plain; charset=utf-8',
+  bin: 'application/octet-stream',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  xml: 'application/xml',
+  form: 'application/x-www-form-urlencoded',
+};
+
+export class Response {
+  /** The status the head will carry. Default 200. */
+  statusCode = 200;
+  private stage = Stage.Head;
+  /** Lowercase name → the name as given and its value(s). */
+  private readonly fields = new Map<string, [string, string | string[]]>();
+  /** Writes waiting for the responses before this one; null once it is first in line. */
+  private ops: (() => void)[] | null;
+  private chunked = false;
+  private closeAfter = false;
+  private gone = false;
+  private drainListeners: (() => void)[] | undefined;
+  private finishListeners: (() => void)[] | undefined;
+
+  /** @internal */
+  constructor(
+    private readonly host: ResponseHost,
+    /** `RESPOND_KEEP_ALIVE`, `RESPOND_HTTP10`, `RESPOND_HEAD` of the request. */
+    private readonly requestFlags: number,
+    first: boolean,
+  ) {
+    this.ops = first ? null : [];
+  }
+
+  /** Whether the head was sent (status and headers are final). */
+  get headersSent(): boolean {
+    return this.stage !== Stage.Head;
+  }
+
+  /** Whether the response ended. */
+  get finished(): boolean {
+    return this.stage === Stage.Ended;
+  }
+
+  /** Whether the client went away (writes are ignored from then on). */
+  get closed(): boolean {
+    return this.gone;
+  }
+
+  /** Set the status (100-999). */
+  status(code: number): this {
+    if (!Number.isInteger(code) || code < 100 || code > 999) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `a status must be an integer 100..999, got ${String(code)}`);
+    }
+    this.statusCode = code;
+    return this;
+  }
+
+  /** Set a header, replacing any of the same name. */
+  header(name: string, value: string | number | readonly string[]): this {
+    const lower = this.checkName(name);
+    if (lower === 'connection') {
+      // Only `close` means anything from a handler; the native side
+      // writes the header for the connection's fate.
+      if (String(value).toLowerCase().includes('close')) this.closeAfter = true;
+      return this;
+    }
+    this.fields.set(lower, [name, checkValue(name, value)]);
+    return this;
+  }
+
+  /** Add a header line, keeping those of the same name (`Set-Cookie`). */
+  append(name: string, value: string | number | readonly string[]): this {
+    const lower = this.checkName(name);
+    const previous = this.fields.get(lower);
+    if (!previous) return this.header(name, value);
+    const added = checkValue(name, value);
+    const values = ([] as string[]).concat(previous[1], added);
+    this.fields.set(lower, [previous[0], values]);
+    return this;
+  }
+
+  getHeader(name: string): string | string[] | undefined {
+    return this.fields.get(name.toLowerCase())?.[1];
+  }
+
+  hasHeader(name: string): boolean {
+    return this.fields.has(name.toLowerCase());
+  }
+
+  removeHeader(name: string): this {
+    this.fields.delete(name.toLowerCase());
+    return this;
+  }
+
+  /** Set `Content-Type`: a MIME type, or `json`, `html`, `text`, `bin`, `js`, `css`, `xml`, `form`. */
+  type(value: string): this {
+    return this.header('Content-Type', CONTENT_TYPES[value] ?? value);
+  }
+
+  /**
+   * Send the whole response: a string (`text/plain` unless a type is set),
+   * bytes (`application/octet-stream`), or any other value as JSON. A second
+   * `send` (or one after `write`) is `ERR_HTTP_RESPONSE_SENT`, reported and
+   * otherwise ignored.
+   */
+  send(body?: ResponseBody): void {
+    if (!this.mayStart('send')) return;
+    let payload: string | Uint8Array;
+    if (body === undefined || body === null) {
+      payload = '';
+    } else if (typeof body === 'string') {
+      payload = body;
+      if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.text!]);
+    } else if (body instanceof Uint8Array) {
+      payload = body;
+      if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.bin!]);
+    } else {
+      payload = JSON.stringify(body);
+      if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.json!]);
+    }
+    this.respondWhole(payload);
+  }
+
+  /** Send `value` as JSON. */
+  json(value: unknown): void {
+    if (!this.mayStart('json')) return;
+    if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.json!]);
+    this.respondWhole(JSON.stringify(value) ?? 'null');
+  }
+
+  /** Send an HTML page. */
+  html(page: string): void {
+    if (!this.mayStart('html')) return;
+    this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.html!]);
+    this.respondWhole(page);
+  }
+
+  /** Redirect to `location` (302 unless given). */
+  redirect(location: string, status = 302): void {
+    if (!this.mayStart('redirect')) return;
+    this.status(status).header('Location', encodeURI(location));
+    this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.text!]);
+    this.respondWhole(`Redirecting to ${location}`);
+  }
+
+  /**
+   * Write a piece of the body; the head goes out with the first piece.
+   * The body is chunked unless a `Content-Length` header was set (HTTP/1.0
+   * clients get it unframed, ending with the connection). Returns false
+   * when the client is behind: wait for `'drain'`.
+   */
+  write(chunk: string | Uint8Array): boolean {
+    if (this.stage === Stage.Ended) {
+      this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', 'write after the response ended'));
+      return false;
+    }
+    if (this.stage === Stage.Head) return this.start(chunk);
+    const flags = (this.chunked ? WRITE_CHUNKED : 0) | this.connectionFlags();
+    return this.run(() => native.httpWrite(this.host.serverId, this.host.id, chunk, flags));
+  }
+
+  /** End the response, with a last piece of the body. */
+  end(chunk?: string | Uint8Array): void {
+    if (this.stage === Stage.Ended) {
+      this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', 'end after the response ended'));
+      return;
+    }
+    if (this.stage === Stage.Head) {
+      this.respondWhole(chunk ?? '');
+      return;
+    }
+    this.stage = Stage.Ended;
+    const flags = WRITE_END | (this.chunked ? WRITE_CHUNKED : 0) | this.connectionFlags();
+    this.run(() => native.httpWrite(this.host.serverId, this.host.id, chunk ?? '', flags), true);
+  }
+
+  /** `'drain'`: the client caught up after `write` returned false. `'finish'`: the response ended. */
+  on(event: 'drain' | 'finish', listener: () => void): this {
+    if (event === 'drain') (this.drainListeners ??= []).push(listener);
+    else (this.finishListeners ??= []).push(listener);
+    return this;
+  }
+
+  /** @internal The connection's queue emptied. */
+  drained(): void {
+    const listeners = this.drainListeners;
+    if (!listeners) return;
+    for (const listener of listeners.slice()) listener();
+  }
+
+  /** @internal The responses before this one ended: its writes go out. */
+  activate(): void {
+    const ops = this.ops;
+    this.ops = null;
+    if (ops) for (const op of ops) op();
+  }
+
+  /** @internal The connection closes after this response (its request's body broke the stream). */
+  closeConnection(): void {
+    this.closeAfter = true;
+  }
+
+  /** @internal The connection closed: later writes do nothing. */
+  connectionClosed(): void {
+    this.gone = true;
+    this.ops = null;
+  }
+
+  private mayStart(what: string): boolean {
+    if (this.stage === Stage.Head) return true;
+    this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', `${what} after the response was sent`));
+    return false;
+  }
+
+  private respondWhole(body: string | Uint8Array): void {
+    this.stage = Stage.Ended;
+    const headers = this.headerLines();
+    const flags = this.connectionFlags();
+    const status = this.statusCode;
+    this.run(() => native.httpRespond(this.host.serverId, this.host.id, status, headers, body, flags, 0), true);
+  }
+
+  private start(chunk: string | Uint8Array): boolean {
+    this.stage = Stage.Streaming;
+    const declared = this.fields.get('content-length');
+    let flags = RESPOND_STREAM;
+    let length = 0;
+    if (declared !== undefined) {
+      length = Number(declared[1]);
+      flags |= RESPOND_LENGTH;
+    } else if (this.requestFlags & RESPOND_HTTP10) {
+      // No chunked framing in HTTP/1.0: the body ends with the connection.
+      this.closeAfter = true;
+    } else {
+      this.chunked = true;
+    }
+    flags |= this.connectionFlags();
+    const headers = this.headerLines();
+    const status = this.statusCode;
+    return this.run(() => native.httpRespond(this.host.serverId, this.host.id, status, headers, chunk, flags, length));
+  }
+
+  /** Keep-alive, HTTP/1.0 and HEAD, as they apply to this response. */
+  private connectionFlags(): number {
+    const flags = this.requestFlags & (RESPOND_HTTP10 | RESPOND_HEAD);
+    return this.closeAfter ? flags : flags | (this.requestFlags & RESPOND_KEEP_ALIVE);
+  }
+
+  /** Run a native write now (first in line) or when this response's turn comes. */
+  private run(op: () => number, ends = false): boolean {
+    if (this.gone) return true;
+    const write = () => {
+      if (this.gone) return;
+      const status = op();
+      this.lastStatus = status;
+      if (ends) this.ended();
+    };
+    if (this.ops) {
+      this.ops.push(write);
+      return true;
+    }
+    write();
+    return this.lastStatus !== STATUS_BUFFERED;
+  }
+
+  private lastStatus = 0;
+
+  private ended(): void {
+    const listeners = this.finishListeners;
+    this.finishListeners = undefined;
+    this.drainListeners = undefined;
+    this.host.ended(this);
+    if (listeners) for (const listener of listeners) listener();
+  }
+
+  /** The header lines; `Content-Length` is the native side's to write (from the body, or the declared length). */
+  private headerLines(): string {
+    let lines = '';
+    for (const [lower, [name, value]] of this.fields) {
+      if (lower === 'content-length') continue;
+      if (typeof value === 'string') lines += `${name}: ${value}\r\n`;
+      else for (const v of value) lines += `${name}: ${v}\r\n`;
+    }
+    return lines;
+  }
+
+  private checkName(name: string): string {
+    if (this.stage !== Stage.Head) {
+      this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', `header ${name} set after the head was sent`));
+    }
+    if (typeof name !== 'string' || !TOKEN.test(name)) {
+      throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `not a header name: ${JSON.stringify(name)}`);
+    }
+    const lower = name.toLowerCase();
+    if (FRAMING.has(lower)) {
+      throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `${name} is written by the server itself`);
+    }
+    return lower;
+  }
+}
+
+function checkValue(name: string, value: string | number | readonly string[]): string | string[] {
+  const values = Array.isArray(value) ? value.map(String) : [String(value)];
+  for (const v of values) {
+    if (!FIELD_VALUE.test(v)) {
+      throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `the value of ${name} has a control character (CR, LF, NUL...)`);
+    }
+  }
+  return Array.isArray(value) ? values : values[0]!;
+}

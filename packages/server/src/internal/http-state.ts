@@ -1,0 +1,130 @@
+/**
+ * An HTTP connection in the dispatcher: the requests it was handed, in
+ * order, with their responses. A request runs through its route's chain
+ * at once (pipelined requests run side by side), but each response waits
+ * for the ones before it to end (`Response.activate`), so they leave in
+ * the order of the requests. Body pieces go to the latest request with a
+ * body: the native side sends a body right behind its head. When the
+ * connection closes, every request still open is aborted (`req.signal`),
+ * its body fails, and its response ignores later writes.
+ */
+import type { App } from '../app.js';
+import { HttpError } from '../http/http-error.js';
+import { runRoute } from '../http/pipeline.js';
+import { Request, type Peer } from '../http/request.js';
+import { Response, type ResponseHost } from '../http/response.js';
+import { RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE } from '../http/flags.js';
+import { tlsInfo } from '../tls.js';
+import type { ConnectionHost, ConnectionState } from './connection-state.js';
+import {
+  METHODS,
+  REQUEST_BODY,
+  REQUEST_HTTP10,
+  REQUEST_KEEP_ALIVE,
+  type CloseEvent,
+  type HttpBodyErrorEvent,
+  type HttpBodyEvent,
+  type HttpOpenEvent,
+  type HttpRequestEvent,
+} from './events.js';
+
+/** HEAD is the method index 1 (`METHODS`). */
+const HEAD = 1;
+
+export class HttpState implements ConnectionState, ResponseHost {
+  readonly id: number;
+  private readonly peer: Peer;
+  /** Requests whose responses have not ended, oldest first. */
+  private readonly open: { req: Request; res: Response }[] = [];
+  /** The request whose body pieces arrive now. */
+  private receiving: Request | undefined;
+
+  constructor(
+    private readonly host: ConnectionHost,
+    private readonly app: App,
+    readonly serverId: number,
+    event: HttpOpenEvent,
+  ) {
+    this.id = event.id;
+    this.peer = { remoteAddress: event.remoteAddress, tls: tlsInfo(event.tls) };
+  }
+
+  request(event: HttpRequestEvent): void {
+    const route = this.app.httpRoutes[event.route];
+    const hasBody = (event.flags & REQUEST_BODY) !== 0;
+    const req = new Request(
+      METHODS[event.method] ?? 'GET',
+      event.path,
+      event.query,
+      event.headers,
+      route?.paramNames ?? [],
+      event.params,
+      this.peer,
+      hasBody,
+      event.flags & REQUEST_HTTP10 ? '1.0' : '1.1',
+    );
+    let flags = 0;
+    if (event.flags & REQUEST_KEEP_ALIVE) flags |= RESPOND_KEEP_ALIVE;
+    if (event.flags & REQUEST_HTTP10) flags |= RESPOND_HTTP10;
+    if (event.method === HEAD) flags |= RESPOND_HEAD;
+    const res = new Response(this, flags, this.open.length === 0);
+    this.open.push({ req, res });
+    if (hasBody) this.receiving = req;
+    if (!route) {
+      // Routes are the same in every worker; a number out of range is a bug.
+      res.status(500).json({ error: { code: 'ERR_HTTP_INTERNAL', message: 'unknown route' } });
+      return;
+    }
+    runRoute(route, req, res, (error) => this.host.report({ handler: 'http', connection: this.id, error }));
+  }
+
+  body(event: HttpBodyEvent): void {
+    const req = this.receiving;
+    if (!req) return;
+    req.body?.push(event.data, event.last);
+    if (event.last) this.receiving = undefined;
+  }
+
+  /** The body cannot be read to its end: reading it fails with the status, and the response closes the connection. */
+  bodyFailed(event: HttpBodyErrorEvent): void {
+    const req = this.receiving;
+    this.receiving = undefined;
+    if (!req) return;
+    const colon = event.reason.indexOf(':');
+    const code = colon > 0 ? event.reason.slice(0, colon) : 'ERR_HTTP_BAD_REQUEST';
+    const message = colon > 0 ? event.reason.slice(colon + 1).trim() : event.reason;
+    req.body?.fail(new HttpError(event.status, code, message));
+    this.open.find((entry) => entry.req === req)?.res.closeConnection();
+  }
+
+  message(): void {
+    // An HTTP connection gets requests, never messages.
+  }
+
+  drain(): void {
+    this.open[0]?.res.drained();
+  }
+
+  close(event: CloseEvent): void {
+    this.host.forget(this.id);
+    const error = new HttpError(499, 'ERR_HTTP_CLIENT_GONE', `the connection closed (${event.code}${event.reason ? ` ${event.reason}` : ''})`);
+    for (const { req, res } of this.open.splice(0)) {
+      res.connectionClosed();
+      req.aborted(error);
+    }
+    this.receiving = undefined;
+  }
+
+  /** @internal ResponseHost: the first response in line ended; the next may write. */
+  ended(response: Response): void {
+    const index = this.open.findIndex((entry) => entry.res === response);
+    if (index < 0) return;
+    this.open.splice(index, 1);
+    if (index === 0) this.open[0]?.res.activate();
+  }
+
+  /** @internal ResponseHost */
+  misuse(error: Error): void {
+    this.host.report({ handler: 'http', connection: this.id, error });
+  }
+}
