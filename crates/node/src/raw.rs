@@ -211,8 +211,8 @@ thread_local! {
     static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A body argument: a typed array's bytes as they are, or a string as
-/// UTF-8 in `scratch`.
+/// Bytes as JavaScript passes them: a typed array's as they are, or a
+/// string as UTF-8 in `scratch`.
 ///
 /// SAFETY: as `bytes_of`.
 unsafe fn body_of(
@@ -231,8 +231,8 @@ unsafe fn body_of(
 }
 
 /// `httpRespond(server, connection, status, headers, body, flags, length)`:
-/// queue a response (`switchboard_runtime::http::respond`); `headers` is a
-/// string of `Name: value\r\n` lines, `body` a string or bytes. Returns
+/// queue a response (`switchboard_runtime::http::respond`); `headers` is
+/// `Name: value\r\n` lines and `body` the body, each a string or bytes. Returns
 /// the send status (3 when the connection is gone).
 unsafe extern "C" fn http_respond(
     env: sys::napi_env,
@@ -248,20 +248,20 @@ unsafe extern "C" fn http_respond(
         let outcome = HEADERS.with(|head| {
             TEXT.with(|text| {
                 let (mut head, mut text) = (head.borrow_mut(), text.borrow_mut());
-                let (Some(server), Some(connection), Some(status), Some(()), Some(flags)) = (
+                let (Some(server), Some(connection), Some(status), Some(flags)) = (
                     u32_of(env, server),
                     i64_of(env, connection),
                     u32_of(env, status),
-                    string_of(env, headers, &mut head),
                     u32_of(env, flags),
                 ) else {
                     return None;
                 };
+                let headers = body_of(env, headers, &mut head)?;
                 let body = body_of(env, body, &mut text)?;
                 let length = i64_of(env, length).unwrap_or(0).max(0) as u64;
                 let parts = switchboard_runtime::http::ResponseParts {
                     status: u16::try_from(status).ok()?,
-                    headers: &head,
+                    headers,
                     body,
                     flags,
                     length,

@@ -175,7 +175,18 @@ thread_local! {
 /// Defer wake-ups on this thread until [`uncork`]. Nests; only the
 /// outermost `uncork` wakes.
 pub fn cork() {
-    DEPTH.with(|depth| depth.set(depth.get() + 1));
+    let outermost = DEPTH.with(|depth| {
+        depth.set(depth.get() + 1);
+        depth.get() == 1
+    });
+    if outermost {
+        crate::http::date::batch_began();
+    }
+}
+
+/// Whether the calling thread is corked (inside a batch).
+pub(crate) fn is_corked() -> bool {
+    DEPTH.with(Cell::get) > 0
 }
 
 /// End a [`cork`]; the outermost one sends what was queued for every

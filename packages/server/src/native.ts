@@ -173,14 +173,15 @@ export interface NativeModule {
   publish(server: number, channel: string, data: Uint8Array, binary: boolean, exclude?: number | null): number;
   /**
    * Queue an HTTP response (or its head and first piece, with
-   * `RESPOND_STREAM`): `headers` is `Name: value\r\n` lines; flags are
+   * `RESPOND_STREAM`): `headers` is `Name: value\r\n` lines (a string, or
+   * their bytes); flags are
    * `http/flags.ts`'s. Returns the send status (3: the connection is gone).
    */
   httpRespond(
     server: number,
     connection: number,
     status: number,
-    headers: string,
+    headers: string | Uint8Array,
     body: Uint8Array | string,
     flags: number,
     length: number,

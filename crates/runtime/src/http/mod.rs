@@ -4,7 +4,7 @@
 //! here with a cached `Date`. What the I/O thread reads is the session's
 //! (`session/http.rs`); the codec is `switchboard_proto::http1`.
 
-mod date;
+pub(crate) mod date;
 pub(crate) use date::with_date;
 pub mod respond;
 pub(crate) mod router;

@@ -85,7 +85,8 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   readonly path: string;
   /** The query string after `?`, as sent; empty without one. */
   readonly rawQuery: string;
-  private headerLines: Buffer | undefined;
+  /** Where the header lines are, until they are decoded. */
+  private headerBatch: Buffer | undefined;
   private decodedHeaders: Record<string, string> | undefined;
   private decodedQuery: ParsedUrlQuery | undefined;
   private decodedParams: Params | undefined;
@@ -98,7 +99,9 @@ export class Request<Params extends Record<string, string> = Record<string, stri
     readonly method: HttpMethod,
     path: string,
     rawQuery: string,
-    headerLines: Buffer,
+    headerBatch: Buffer,
+    private readonly headersStart: number,
+    private readonly headersEnd: number,
     private readonly paramNames: readonly string[],
     private readonly rawParams: readonly string[],
     private readonly peer: Peer,
@@ -108,7 +111,7 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   ) {
     this.path = path;
     this.rawQuery = rawQuery;
-    this.headerLines = headerLines;
+    this.headerBatch = headerBatch;
     this.body = hasBody ? new BodyReader() : undefined;
   }
 
@@ -142,8 +145,8 @@ export class Request<Params extends Record<string, string> = Record<string, stri
    */
   get headers(): Readonly<Record<string, string>> {
     if (this.decodedHeaders === undefined) {
-      this.decodedHeaders = decodeHeaderLines(this.headerLines ?? EMPTY);
-      this.headerLines = undefined;
+      this.decodedHeaders = decodeHeaderLines((this.headerBatch ?? EMPTY).toString('latin1', this.headersStart, this.headersEnd));
+      this.headerBatch = undefined;
     }
     return this.decodedHeaders;
   }
@@ -257,11 +260,10 @@ function safeDecode(raw: string): string {
   }
 }
 
-/** The header lines of a request head (already validated natively). */
-export function decodeHeaderLines(lines: Buffer): Record<string, string> {
+/** The header lines of a request head (already validated natively), as latin1 text. */
+export function decodeHeaderLines(text: string): Record<string, string> {
   // No prototype: a header named `__proto__` or `constructor` is a header.
   const headers = Object.create(null) as Record<string, string>;
-  const text = lines.toString('latin1');
   let start = 0;
   while (start < text.length) {
     let end = text.indexOf('\n', start);

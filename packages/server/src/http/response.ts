@@ -60,12 +60,35 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   form: 'application/x-www-form-urlencoded',
 };
 
+/**
+ * The header block of a response whose only header is one of these
+ * content types, encoded once: most responses have just that, and bytes
+ * cross to the native side without a string conversion.
+ */
+const CONTENT_TYPE_LINES = new Map<string, Buffer>(
+  [...Object.values(CONTENT_TYPES), 'text/plain'].map((type) => [type, Buffer.from(`Content-Type: ${type}\r\n`, 'latin1')]),
+);
+const NO_HEADERS = Buffer.alloc(0);
+
+/** One header of a response other than `Content-Type`. */
+interface Field {
+  lower: string;
+  name: string;
+  value: string | string[];
+}
+
 export class Response {
   /** The status the head will carry. Default 200. */
   statusCode = 200;
   private stage = Stage.Head;
-  /** Lowercase name → the name as given and its value(s). */
-  private readonly fields = new Map<string, [string, string | string[]]>();
+  /** `Content-Type` (the header nearly every response has) has its own slot. */
+  private contentType: string | undefined;
+  /** Its header line, encoded, when it is one of the known types. */
+  private contentTypeLine: Buffer | undefined;
+  /** The other headers, in the order set. */
+  private fields: Field[] | undefined;
+  /** A `Content-Length` the handler set: the length of a streamed body. */
+  private declaredLength: number | undefined;
   /** Writes waiting for the responses before this one; null once it is first in line. */
   private ops: (() => void)[] | null;
   private chunked = false;
@@ -117,37 +140,73 @@ export class Response {
       if (String(value).toLowerCase().includes('close')) this.closeAfter = true;
       return this;
     }
-    this.fields.set(lower, [name, checkValue(name, value)]);
+    const checked = checkValue(name, value);
+    if (lower === 'content-type') {
+      this.contentType = Array.isArray(checked) ? checked.join(', ') : (checked as string);
+      this.contentTypeLine = CONTENT_TYPE_LINES.get(this.contentType);
+    } else if (lower === 'content-length') {
+      const length = Number(Array.isArray(checked) ? checked[0] : checked);
+      if (!Number.isSafeInteger(length) || length < 0) {
+        throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `Content-Length must be a whole number of bytes, got ${String(value)}`);
+      }
+      this.declaredLength = length;
+    } else {
+      const field = this.field(lower);
+      if (field) {
+        field.name = name;
+        field.value = checked;
+      } else {
+        (this.fields ??= []).push({ lower, name, value: checked });
+      }
+    }
     return this;
   }
 
   /** Add a header line, keeping those of the same name (`Set-Cookie`). */
   append(name: string, value: string | number | readonly string[]): this {
     const lower = this.checkName(name);
-    const previous = this.fields.get(lower);
+    const previous = this.field(lower);
     if (!previous) return this.header(name, value);
-    const added = checkValue(name, value);
-    const values = ([] as string[]).concat(previous[1], added);
-    this.fields.set(lower, [previous[0], values]);
+    previous.value = ([] as string[]).concat(previous.value, checkValue(name, value));
     return this;
   }
 
   getHeader(name: string): string | string[] | undefined {
-    return this.fields.get(name.toLowerCase())?.[1];
+    const lower = name.toLowerCase();
+    if (lower === 'content-type') return this.contentType;
+    if (lower === 'content-length') return this.declaredLength === undefined ? undefined : String(this.declaredLength);
+    return this.field(lower)?.value;
   }
 
   hasHeader(name: string): boolean {
-    return this.fields.has(name.toLowerCase());
+    return this.getHeader(name) !== undefined;
   }
 
   removeHeader(name: string): this {
-    this.fields.delete(name.toLowerCase());
+    const lower = name.toLowerCase();
+    if (lower === 'content-type') this.contentType = this.contentTypeLine = undefined;
+    else if (lower === 'content-length') this.declaredLength = undefined;
+    else if (this.fields) this.fields = this.fields.filter((f) => f.lower !== lower);
     return this;
+  }
+
+  private field(lower: string): Field | undefined {
+    const fields = this.fields;
+    if (!fields) return undefined;
+    for (const field of fields) if (field.lower === lower) return field;
+    return undefined;
   }
 
   /** Set `Content-Type`: a MIME type, or `json`, `html`, `text`, `bin`, `js`, `css`, `xml`, `form`. */
   type(value: string): this {
-    return this.header('Content-Type', CONTENT_TYPES[value] ?? value);
+    const type = CONTENT_TYPES[value] ?? value;
+    const line = CONTENT_TYPE_LINES.get(type);
+    if (line === undefined) return this.header('Content-Type', value);
+    // A type of the table needs no checking.
+    this.checkStage('Content-Type');
+    this.contentType = type;
+    this.contentTypeLine = line;
+    return this;
   }
 
   /**
@@ -163,13 +222,13 @@ export class Response {
       payload = '';
     } else if (typeof body === 'string') {
       payload = body;
-      if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.text!]);
+      if (this.contentType === undefined) this.setKnownType('text');
     } else if (body instanceof Uint8Array) {
       payload = body;
-      if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.bin!]);
+      if (this.contentType === undefined) this.setKnownType('bin');
     } else {
       payload = JSON.stringify(body);
-      if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.json!]);
+      if (this.contentType === undefined) this.setKnownType('json');
     }
     this.respondWhole(payload);
   }
@@ -177,14 +236,14 @@ export class Response {
   /** Send `value` as JSON. */
   json(value: unknown): void {
     if (!this.mayStart('json')) return;
-    if (!this.fields.has('content-type')) this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.json!]);
+    if (this.contentType === undefined) this.setKnownType('json');
     this.respondWhole(JSON.stringify(value) ?? 'null');
   }
 
   /** Send an HTML page. */
   html(page: string): void {
     if (!this.mayStart('html')) return;
-    this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.html!]);
+    this.setKnownType('html');
     this.respondWhole(page);
   }
 
@@ -192,7 +251,7 @@ export class Response {
   redirect(location: string, status = 302): void {
     if (!this.mayStart('redirect')) return;
     this.status(status).header('Location', encodeURI(location));
-    this.fields.set('content-type', ['Content-Type', CONTENT_TYPES.text!]);
+    this.setKnownType('text');
     this.respondWhole(`Redirecting to ${location}`);
   }
 
@@ -275,11 +334,11 @@ export class Response {
 
   private start(chunk: string | Uint8Array): boolean {
     this.stage = Stage.Streaming;
-    const declared = this.fields.get('content-length');
+    const declared = this.declaredLength;
     let flags = RESPOND_STREAM;
     let length = 0;
     if (declared !== undefined) {
-      length = Number(declared[1]);
+      length = declared;
       flags |= RESPOND_LENGTH;
     } else if (this.requestFlags & RESPOND_HTTP10) {
       // No chunked framing in HTTP/1.0: the body ends with the connection.
@@ -326,21 +385,41 @@ export class Response {
     if (listeners) for (const listener of listeners) listener();
   }
 
-  /** The header lines; `Content-Length` is the native side's to write (from the body, or the declared length). */
-  private headerLines(): string {
-    let lines = '';
-    for (const [lower, [name, value]] of this.fields) {
-      if (lower === 'content-length') continue;
-      if (typeof value === 'string') lines += `${name}: ${value}\r\n`;
-      else for (const v of value) lines += `${name}: ${v}\r\n`;
+  /**
+   * The header lines (`Content-Length` is the native side's to write, from
+   * the body or the declared length): the encoded block of a lone known
+   * content type, else a string.
+   */
+  private headerLines(): string | Buffer {
+    const type = this.contentType;
+    const fields = this.fields;
+    if (!fields) {
+      if (type === undefined) return NO_HEADERS;
+      if (this.contentTypeLine) return this.contentTypeLine;
+    }
+    let lines = type === undefined ? '' : `Content-Type: ${type}\r\n`;
+    if (fields) {
+      for (const { name, value } of fields) {
+        if (typeof value === 'string') lines += `${name}: ${value}\r\n`;
+        else for (const v of value) lines += `${name}: ${v}\r\n`;
+      }
     }
     return lines;
   }
 
-  private checkName(name: string): string {
+  private setKnownType(key: keyof typeof CONTENT_TYPES & string): void {
+    this.contentType = CONTENT_TYPES[key];
+    this.contentTypeLine = CONTENT_TYPE_LINES.get(this.contentType!);
+  }
+
+  private checkStage(name: string): void {
     if (this.stage !== Stage.Head) {
       this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', `header ${name} set after the head was sent`));
     }
+  }
+
+  private checkName(name: string): string {
+    this.checkStage(name);
     if (typeof name !== 'string' || !TOKEN.test(name)) {
       throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `not a header name: ${JSON.stringify(name)}`);
     }

@@ -96,8 +96,13 @@ export interface HttpRequestEvent {
   query: string;
   /** Raw (percent-encoded) parameter values, in the pattern's order. */
   params: string[];
-  /** The header lines as received: a view into the batch, decoded on demand. */
-  headers: Buffer;
+  /**
+   * The header lines as received are `batch[headersStart..headersEnd]`,
+   * decoded only if a handler reads them (no view is made per request).
+   */
+  batch: Buffer;
+  headersStart: number;
+  headersEnd: number;
 }
 /** The next piece of the connection's latest request body. */
 export interface HttpBodyEvent {
@@ -163,6 +168,13 @@ class Reader {
   str(): string {
     const length = this.u16();
     const s = this.buffer.toString('utf8', this.offset, this.offset + length);
+    this.offset += length;
+    return s;
+  }
+  /** A string known to be ASCII. */
+  ascii(): string {
+    const length = this.u16();
+    const s = this.buffer.toString('latin1', this.offset, this.offset + length);
     this.offset += length;
     return s;
   }
@@ -286,12 +298,14 @@ export function decodeBatch(
         const method = batch[r.offset]!;
         const flags = batch[r.offset + 1]!;
         r.offset += 2;
-        const path = r.str();
-        const query = r.str();
+        // The request target is ASCII (the native parser refuses other
+        // bytes): latin1 decodes it fastest.
+        const path = r.ascii();
+        const query = r.ascii();
         const count = batch[r.offset++]!;
         const params: string[] = [];
-        for (let i = 0; i < count; i++) params.push(r.str());
-        onEvent({ kind, id, route, method, flags, path, query, params, headers: batch.subarray(r.offset, end) });
+        for (let i = 0; i < count; i++) params.push(r.ascii());
+        onEvent({ kind, id, route, method, flags, path, query, params, batch, headersStart: r.offset, headersEnd: end });
         break;
       }
       case KIND_HTTP_BODY: {

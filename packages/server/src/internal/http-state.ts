@@ -34,8 +34,9 @@ const HEAD = 1;
 export class HttpState implements ConnectionState, ResponseHost {
   readonly id: number;
   private readonly peer: Peer;
-  /** Requests whose responses have not ended, oldest first. */
-  private readonly open: { req: Request; res: Response }[] = [];
+  /** Requests whose responses have not ended, oldest first (a pipelining client's), and their responses. */
+  private readonly requests: Request[] = [];
+  private readonly responses: Response[] = [];
   /** The request whose body pieces arrive now. */
   private receiving: Request | undefined;
 
@@ -56,7 +57,9 @@ export class HttpState implements ConnectionState, ResponseHost {
       METHODS[event.method] ?? 'GET',
       event.path,
       event.query,
-      event.headers,
+      event.batch,
+      event.headersStart,
+      event.headersEnd,
       route?.paramNames ?? [],
       event.params,
       this.peer,
@@ -67,8 +70,9 @@ export class HttpState implements ConnectionState, ResponseHost {
     if (event.flags & REQUEST_KEEP_ALIVE) flags |= RESPOND_KEEP_ALIVE;
     if (event.flags & REQUEST_HTTP10) flags |= RESPOND_HTTP10;
     if (event.method === HEAD) flags |= RESPOND_HEAD;
-    const res = new Response(this, flags, this.open.length === 0);
-    this.open.push({ req, res });
+    const res = new Response(this, flags, this.responses.length === 0);
+    this.requests.push(req);
+    this.responses.push(res);
     if (hasBody) this.receiving = req;
     if (!route) {
       // Routes are the same in every worker; a number out of range is a bug.
@@ -94,7 +98,7 @@ export class HttpState implements ConnectionState, ResponseHost {
     const code = colon > 0 ? event.reason.slice(0, colon) : 'ERR_HTTP_BAD_REQUEST';
     const message = colon > 0 ? event.reason.slice(colon + 1).trim() : event.reason;
     req.body?.fail(new HttpError(event.status, code, message));
-    this.open.find((entry) => entry.req === req)?.res.closeConnection();
+    this.responses[this.requests.indexOf(req)]?.closeConnection();
   }
 
   message(): void {
@@ -102,25 +106,25 @@ export class HttpState implements ConnectionState, ResponseHost {
   }
 
   drain(): void {
-    this.open[0]?.res.drained();
+    this.responses[0]?.drained();
   }
 
   close(event: CloseEvent): void {
     this.host.forget(this.id);
     const error = new HttpError(499, 'ERR_HTTP_CLIENT_GONE', `the connection closed (${event.code}${event.reason ? ` ${event.reason}` : ''})`);
-    for (const { req, res } of this.open.splice(0)) {
-      res.connectionClosed();
-      req.aborted(error);
-    }
+    const requests = this.requests.splice(0);
+    for (const res of this.responses.splice(0)) res.connectionClosed();
+    for (const req of requests) req.aborted(error);
     this.receiving = undefined;
   }
 
   /** @internal ResponseHost: the first response in line ended; the next may write. */
   ended(response: Response): void {
-    const index = this.open.findIndex((entry) => entry.res === response);
-    if (index < 0) return;
-    this.open.splice(index, 1);
-    if (index === 0) this.open[0]?.res.activate();
+    // Only the first response in line writes, so it is the one that ends.
+    if (this.responses[0] !== response) return;
+    this.responses.shift();
+    this.requests.shift();
+    this.responses[0]?.activate();
   }
 
   /** @internal ResponseHost */
