@@ -12,6 +12,11 @@ export const SERVER_STYLE = {
   socketio: { color: '#9467bd', marker: 'triangle' },
   sockjs: { color: '#8c564b', marker: 'triangle-down' },
   tokio: { color: '#ff7f0e', marker: 'cross' },
+  // The HTTP suite's peers (uws and switchboard as above).
+  hyperexpress: { color: '#17becf', marker: 'diamond' },
+  fastify: { color: '#2ca02c', marker: 'triangle' },
+  node: { color: '#7f7f7f', marker: 'triangle-down' },
+  hyper: { color: '#ff7f0e', marker: 'cross' },
 };
 const FALLBACK = ['#17becf', '#7f7f7f', '#bcbd22', '#e377c2'];
 

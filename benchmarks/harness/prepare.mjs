@@ -1,5 +1,5 @@
 // Builds what a run needs, idempotently: Switchboard itself, the peers' npm
-// packages, the load generator and the Tokio peer. Each step is quick when
+// packages, the load generator and the Rust peers (Tokio, hyper). Each step is quick when
 // nothing changed, so `npm run bench` can always do all of them.
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -72,7 +72,8 @@ export function prepare({ root, servers, log, loadgen = true }) {
     }
   }
   const packages = loadgen ? ['-p', 'switchboard-loadgen'] : [];
-  if (names.has('tokio')) packages.push('-p', 'switchboard-bench-tokio');
+  // A Rust peer's binary is its crate's package name.
+  for (const s of servers) if (s.binary) packages.push('-p', s.binary);
   if (packages.length) must(log, `cargo build --release ${packages.join(' ')}`, 'cargo', ['build', '--release', ...packages], root);
 }
 

@@ -128,7 +128,7 @@ export function cellMark(summary) {
 
 const int = (n) => Number(n).toLocaleString('en-US');
 
-function table(header, rows) {
+export function table(header, rows) {
   const line = (cells) => `| ${cells.join(' | ')} |`;
   const align = header.map((_, i) => (i === 0 ? '---' : '---:'));
   return [line(header), line(align), ...rows.map(line)].join('\n');
@@ -175,12 +175,12 @@ export function comparisonTable({ keyHeaders, rows, servers, lowerIsBetter = fal
   return table(header, body);
 }
 
-function runsOf(results, scenario) {
+export function runsOf(results, scenario) {
   return results.runs.filter((r) => r.scenario === scenario);
 }
 
 /** Group a scenario's runs by configuration label, in run order. */
-function byConfig(runs) {
+export function byConfig(runs) {
   const groups = new Map();
   for (const r of runs) {
     if (!groups.has(r.label)) groups.set(r.label, { config: r.config, runs: {} });
@@ -189,7 +189,7 @@ function byConfig(runs) {
   return [...groups.values()];
 }
 
-function failedCell(run) {
+export function failedCell(run) {
   return run?.error ? { value: null, text: '✗' } : undefined;
 }
 
@@ -202,7 +202,7 @@ export function chartFiles(results) {
   return files;
 }
 
-function pinningSentence(p) {
+export function pinningSentence(p) {
   if (!p.pinned) return `Server and load generator ran **unpinned** (${p.reason}); their CPU shares may interfere.`;
   return (
     `The server ran pinned to CPU ${p.server_cpu} and the load generator to CPU ${p.loadgen_cpu} ` +
@@ -210,17 +210,20 @@ function pinningSentence(p) {
   );
 }
 
-/** results.md; `benchRel` is the benchmarks folder relative to the output folder, for its links. */
-export function renderMarkdown(results, { benchRel = '..' } = {}) {
-  const bench = benchRel.split(path.sep).join('/') || '.';
+/**
+ * The top of a results page: title, when and how it was measured, the
+ * machine, the pinning, the notes, the servers with their versions and
+ * settings, and the key to the tables' marks and ratios.
+ */
+export function resultsHeader(results, { bench, title }) {
   const servers = results.servers;
   const m = results.machine;
   const out = [];
-  out.push(`# Switchboard benchmark results (${results.mode} run${results.partial ? ', partial' : ''})`);
+  out.push(`# ${title} (${results.mode} run${results.partial ? ', partial' : ''})`);
   out.push('');
   out.push(
     `Measured ${results.started_at.slice(0, 10)} in ${Math.round(results.measure_s ?? results.duration_s)} s with \`${results.command}\`. ` +
-      `Raw figures of every step: [results.json](results.json). Method: [README](${bench}/README.md), scenarios: [SCENARIOS.md](${bench}/SCENARIOS.md).`,
+      `Raw figures of every step: [${results.file ?? 'results.json'}](${results.file ?? 'results.json'}). Method: [README](${bench}/README.md), scenarios: [SCENARIOS.md](${bench}/SCENARIOS.md).`,
   );
   out.push('');
   out.push(
@@ -245,8 +248,16 @@ export function renderMarkdown(results, { benchRel = '..' } = {}) {
   out.push(
     `"vs X" columns are Switchboard's figure relative to X's, oriented so that **above 1× Switchboard does better**. ` +
       `Marks: † the load generator, not the server, was saturated (≥ ${SATURATED * 100}% of its core): the figure is a floor for the server; ` +
-      `‡ both were saturated; ° neither was (the loop's latency, or other work on the cores, was the limit: see the saturation check at the end); ✗ the run failed (see results.json).`,
+      `‡ both were saturated; ° neither was (the loop's latency, or other work on the cores, was the limit: see the saturation check at the end); ✗ the run failed (see ${results.file ?? 'results.json'}).`,
   );
+  return out;
+}
+
+/** results.md; `benchRel` is the benchmarks folder relative to the output folder, for its links. */
+export function renderMarkdown(results, { benchRel = '..' } = {}) {
+  const bench = benchRel.split(path.sep).join('/') || '.';
+  const servers = results.servers;
+  const out = resultsHeader(results, { bench, title: 'Switchboard benchmark results' });
 
   // ws-echo
   const echo = byConfig(runsOf(results, 'ws-echo'));
@@ -471,14 +482,15 @@ export const README_BEGIN = '<!-- results:begin -->';
 export const README_END = '<!-- results:end -->';
 
 /**
- * Replace the README's results section with results.md, its links made
- * relative to the README and its title demoted under the README's heading.
+ * Replace the README's results section (between `markers`: the WebSocket
+ * suite's by default) with results.md, its links made relative to the
+ * README and its title demoted under the README's heading.
  */
-export function updateReadme(readmeFile, resultsMdFile) {
+export function updateReadme(readmeFile, resultsMdFile, markers = { begin: README_BEGIN, end: README_END }) {
   const readme = readFileSync(readmeFile, 'utf8');
-  const begin = readme.indexOf(README_BEGIN);
-  const end = readme.indexOf(README_END);
-  if (begin < 0 || end < begin) throw new Error(`${readmeFile} has no ${README_BEGIN} … ${README_END} section`);
+  const begin = readme.indexOf(markers.begin);
+  const end = readme.indexOf(markers.end);
+  if (begin < 0 || end < begin) throw new Error(`${readmeFile} has no ${markers.begin} … ${markers.end} section`);
   const rel = path.relative(path.dirname(readmeFile), path.dirname(resultsMdFile)).split(path.sep).join('/');
   const prefix = rel ? `${rel}/` : '';
   let md = readFileSync(resultsMdFile, 'utf8');
@@ -486,6 +498,6 @@ export function updateReadme(readmeFile, resultsMdFile) {
   // "../X" from the results folder is resolved against the README's folder.
   md = md.replace(/\]\((?![a-z]+:|#|\/)([^)]+)\)/g, (_, target) => `](${path.posix.normalize(prefix + target)})`);
   md = md.replace(/^# .*\n+/, '').replace(/^## /gm, '### ');
-  const next = `${readme.slice(0, begin + README_BEGIN.length)}\n${md.trim()}\n${readme.slice(end)}`;
+  const next = `${readme.slice(0, begin + markers.begin.length)}\n${md.trim()}\n${readme.slice(end)}`;
   writeFileSync(readmeFile, next);
 }

@@ -96,6 +96,7 @@ function lockedCrateVersions(lock, names) {
 
 /** Library versions per server, read from what is installed and locked (not from memory). */
 export function serverVersions(server, { root, machine }) {
+  if (server.nodeBuiltin) return { node: machine.node };
   if (server.name === 'switchboard') {
     const git = machine.switchboard.git;
     return {
@@ -129,14 +130,15 @@ export function describeVersions(versions) {
 
 /**
  * Start a server: pinned, PORT=0, wait for `LISTENING <port>` on stdout.
+ * `env`: more environment for it (the HTTP suite's STATIC_DIR).
  * Resolves { pid, port, cpus, stop(), output() }.
  */
-export function startServer(server, { root, binDir, cpu, timeoutMs = 30_000 }) {
+export function startServer(server, { root, binDir, cpu, env = {}, timeoutMs = 30_000 }) {
   const base = serverCommand(server, { root, binDir });
   const { command, args } = pinned(cpu, base.command, base.args);
   const child = spawn(command, args, {
     cwd: root,
-    env: { ...process.env, ...server.env, PORT: '0' },
+    env: { ...process.env, ...server.env, ...env, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Keep the tail of what the server prints, to show when something fails.

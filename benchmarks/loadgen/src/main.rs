@@ -1,6 +1,7 @@
-//! switchboard-loadgen: the native WebSocket load generator of the
-//! benchmark suite. One process, one thread, one epoll loop; see README.md
-//! for the command line and the JSON it prints.
+//! switchboard-loadgen: the native load generator of the benchmark suite,
+//! for WebSocket servers and (with `--protocol http`) HTTP/1.1 servers. One
+//! process, one thread, one epoll loop; see README.md for the command line
+//! and the JSON it prints.
 
 mod cli;
 mod conn;
@@ -8,6 +9,7 @@ mod dispatch;
 mod engine;
 mod frame;
 mod handshake;
+mod http;
 mod metrics;
 mod pacer;
 mod payload;
@@ -20,7 +22,11 @@ use switchboard_loadgen::{procfs, sys};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cfg = match cli::parse(std::env::args().skip(1)) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if http::cli::wanted(&args) {
+        return http_main(args);
+    }
+    let cfg = match cli::parse(args) {
         Ok(cfg) => cfg,
         Err(cli::CliError::Help) => {
             println!("{}", cli::USAGE);
@@ -37,6 +43,42 @@ fn main() -> ExitCode {
     }
     match scenarios::run(&cfg) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The HTTP mode: its own options; the JSON step is printed even when the
+/// run had errors (exit 1 then).
+fn http_main(args: Vec<String>) -> ExitCode {
+    let cfg = match http::cli::parse(args) {
+        Ok(cfg) => cfg,
+        Err(http::cli::CliError::Help) => {
+            println!("{}", http::cli::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(http::cli::CliError::Bad(msg)) => {
+            eprintln!("error: {msg}\n{}", http::cli::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(msg) = sys::fit_connections(cfg.connections) {
+        eprintln!("error: {msg}");
+        return ExitCode::from(2);
+    }
+    match http::run(&cfg) {
+        Ok((json, problem)) => {
+            println!("{json}");
+            match problem {
+                None => ExitCode::SUCCESS,
+                Some(why) => {
+                    eprintln!("error: {why}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Err(msg) => {
             eprintln!("error: {msg}");
             ExitCode::FAILURE

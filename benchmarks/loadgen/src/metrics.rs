@@ -154,6 +154,38 @@ pub struct Idle {
     pub bytes_per_connection: f64,
 }
 
+/// The HTTP mode's own figures (`"http"` in the JSON; null in WebSocket steps).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpFigures {
+    pub method: &'static str,
+    /// The request path (`/user/<n>` for the varying one).
+    pub path: String,
+    /// Requests in flight per connection.
+    pub pipeline: u32,
+    /// Response body bytes received in the window.
+    pub body_bytes: u64,
+    /// Wrong answers over the whole run (warm-up included).
+    pub bad: u64,
+    /// The first thing that went wrong, in words.
+    pub first_error: Option<String>,
+}
+
+/// `s` as a JSON string literal.
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// One step's result: one JSON object on one line of stdout.
 pub struct Step<'a> {
     pub scenario: &'a str,
@@ -171,6 +203,7 @@ pub struct Step<'a> {
     pub loadgen: Cpu,
     pub server: Option<Server>,
     pub idle: Option<Idle>,
+    pub http: Option<HttpFigures>,
 }
 
 fn num(v: f64) -> String {
@@ -237,12 +270,25 @@ impl Step<'_> {
                 num(i.bytes_per_connection.round())
             )
         });
+        let http = opt(self.http.as_ref(), |h| {
+            format!(
+                "{{\"method\": \"{}\", \"path\": {}, \"pipeline\": {}, \"body_bytes\": {}, \
+                 \"body_bytes_per_s\": {}, \"bad\": {}, \"first_error\": {}}}",
+                h.method,
+                json_string(&h.path),
+                h.pipeline,
+                h.body_bytes,
+                per_s(h.body_bytes),
+                h.bad,
+                opt(h.first_error.as_deref(), json_string)
+            )
+        });
         format!(
             "{{\"type\": \"step\", \"scenario\": \"{}\", \"protocol\": \"{}\", \"connections\": {}, \
              \"connected\": {}, \"payload\": {}, \"in_flight\": {}, \"rate\": {}, \"duration_s\": {}, \
              \"sent\": {}, \"received\": {}, \"sent_per_s\": {}, \"received_per_s\": {}, \
              \"latency_us\": {latency}, \"errors\": {{\"connect\": {}, \"closed\": {}, \"protocol\": {}, \
-             \"backlogged\": {}}}, \"loadgen\": {{{}}}, \"server\": {server}, \"idle\": {idle}}}",
+             \"backlogged\": {}}}, \"loadgen\": {{{}}}, \"server\": {server}, \"idle\": {idle}, \"http\": {http}}}",
             self.scenario,
             self.protocol,
             self.connections,
@@ -318,6 +364,7 @@ mod tests {
             },
             server: None,
             idle: None,
+            http: None,
         };
         let j = step.to_json();
         assert!(!j.contains('\n'));
@@ -330,7 +377,7 @@ mod tests {
             "\"mean\": null",
             "\"backlogged\": 3}",
             "\"loadgen\": {\"user_s\": 0.5, \"sys_s\": 0.25, \"cpu_util\": 0.375}",
-            "\"server\": null, \"idle\": null}",
+            "\"server\": null, \"idle\": null, \"http\": null}",
         ] {
             assert!(j.contains(part), "{part} in {j}");
         }

@@ -75,6 +75,7 @@ fn step(
         loadgen: cpu(end.user_s - start.user_s, end.sys_s - start.sys_s, secs),
         server,
         idle: None,
+        http: None,
     }
 }
 
