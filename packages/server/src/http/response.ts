@@ -8,7 +8,6 @@
  * Responses leave in the order of their requests: a pipelining client's
  * later response waits (in `ops`) until the ones before it ended.
  */
-import { native } from '../native.js';
 import { SwitchboardError } from '../errors.js';
 import {
   RESPOND_HEAD,
@@ -21,10 +20,16 @@ import {
   WRITE_END,
 } from './flags.js';
 
-/** What a response needs of its connection (`internal/http-state.ts`). */
+/**
+ * What a response needs of its connection: a real one
+ * (`internal/http-state.ts`, which writes through the native side) or an
+ * injected request's (`inject()`, which collects what is written).
+ */
 export interface ResponseHost {
-  readonly serverId: number;
-  readonly id: number;
+  /** Queue the head and the body (or its first piece, with `RESPOND_STREAM`): `httpRespond`'s contract. */
+  respond(status: number, headers: string | Uint8Array, body: string | Uint8Array, flags: number, length: number): number;
+  /** The next piece of a streamed body: `httpWrite`'s contract. */
+  write(data: string | Uint8Array, flags: number): number;
   /** The response ended: the next one in line may write. */
   ended(response: Response): void;
   /** A misuse of the response by the application (reported, not thrown). */
@@ -268,7 +273,7 @@ export class Response {
     }
     if (this.stage === Stage.Head) return this.start(chunk);
     const flags = (this.chunked ? WRITE_CHUNKED : 0) | this.connectionFlags();
-    return this.run(() => native.httpWrite(this.host.serverId, this.host.id, chunk, flags));
+    return this.run(() => this.host.write(chunk, flags));
   }
 
   /** End the response, with a last piece of the body. */
@@ -283,7 +288,7 @@ export class Response {
     }
     this.stage = Stage.Ended;
     const flags = WRITE_END | (this.chunked ? WRITE_CHUNKED : 0) | this.connectionFlags();
-    this.run(() => native.httpWrite(this.host.serverId, this.host.id, chunk ?? '', flags), true);
+    this.run(() => this.host.write(chunk ?? '', flags), true);
   }
 
   /** `'drain'`: the client caught up after `write` returned false. `'finish'`: the response ended. */
@@ -329,7 +334,7 @@ export class Response {
     const headers = this.headerLines();
     const flags = this.connectionFlags();
     const status = this.statusCode;
-    this.run(() => native.httpRespond(this.host.serverId, this.host.id, status, headers, body, flags, 0), true);
+    this.run(() => this.host.respond(status, headers, body, flags, 0), true);
   }
 
   private start(chunk: string | Uint8Array): boolean {
@@ -349,7 +354,7 @@ export class Response {
     flags |= this.connectionFlags();
     const headers = this.headerLines();
     const status = this.statusCode;
-    return this.run(() => native.httpRespond(this.host.serverId, this.host.id, status, headers, chunk, flags, length));
+    return this.run(() => this.host.respond(status, headers, chunk, flags, length));
   }
 
   /** Keep-alive, HTTP/1.0 and HEAD, as they apply to this response. */

@@ -13,6 +13,7 @@ import { HttpError } from '../http/http-error.js';
 import { runRoute } from '../http/pipeline.js';
 import { Request, type Peer } from '../http/request.js';
 import { Response, type ResponseHost } from '../http/response.js';
+import { native } from '../native.js';
 import { RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE } from '../http/flags.js';
 import { tlsInfo } from '../tls.js';
 import type { ConnectionHost, ConnectionState } from './connection-state.js';
@@ -116,6 +117,16 @@ export class HttpState implements ConnectionState, ResponseHost {
     for (const res of this.responses.splice(0)) res.connectionClosed();
     for (const req of requests) req.aborted(error);
     this.receiving = undefined;
+  }
+
+  /** @internal ResponseHost */
+  respond(status: number, headers: string | Uint8Array, body: string | Uint8Array, flags: number, length: number): number {
+    return native.httpRespond(this.serverId, this.id, status, headers, body, flags, length);
+  }
+
+  /** @internal ResponseHost */
+  write(data: string | Uint8Array, flags: number): number {
+    return native.httpWrite(this.serverId, this.id, data, flags);
   }
 
   /** @internal ResponseHost: the first response in line ended; the next may write. */
