@@ -16,6 +16,10 @@
 // routes with a strict Content-Security-Policy (no inline script or style:
 // they are files of their own) and `X-Content-Type-Options: nosniff`.
 //
+// REST: GET /api/rooms/<room> answers {"room","members":[{"id","name"}]}
+// from the same channel registry (404 for a malformed room name), so a
+// lobby page or a monitor sees who is in a room without joining it.
+//
 // Membership across workers
 // -------------------------
 // Connections of one room are pinned to different worker threads, so no
@@ -123,6 +127,22 @@ export default defineApp((app) => {
     app.get(path, { body: file(name), contentType, headers: HEADERS });
   }
 
+  /** The members of `room`, from the channel registry every worker shares. */
+  function membersOf(room) {
+    const members = [];
+    for (const id of app.subscribers(roomChannel(room))) {
+      const name = nameOf(id, room);
+      if (name !== undefined) members.push({ id, name });
+    }
+    return members;
+  }
+
+  app.get('/api/rooms/:room', (req, res) => {
+    const room = normalizeRoom(req.params.room);
+    if (room === null) return res.status(404).json({ error: { code: 'NO_SUCH_ROOM', message: 'room names are 1-32 characters of a-z, 0-9, - and _' } });
+    res.header('Cache-Control', 'no-store').json({ room, members: membersOf(room) });
+  });
+
   app.ws('/chat', {
     // A chat message is at most 2000 UTF-16 units: 16 KiB is ample for its JSON.
     maxPayloadLength: 16 * 1024,
@@ -143,11 +163,8 @@ export default defineApp((app) => {
         return;
       }
       ws.subscribe(roomChannel(room));
-      const members = [];
-      for (const id of app.subscribers(roomChannel(room))) {
-        const memberName = id === ws.id ? name : nameOf(id, room);
-        if (memberName !== undefined) members.push({ id, name: memberName });
-      }
+      // Our own name is found like the others': our user channel is in place.
+      const members = membersOf(room);
       const at = Date.now();
       ws.send(JSON.stringify({ type: 'welcome', id: ws.id, name, room, worker: app.workerIndex, members, at }));
       ws.publish(roomChannel(room), JSON.stringify({ type: 'join', id: ws.id, name, at }));

@@ -182,6 +182,22 @@ describe('the chat server', () => {
     assert.equal(elsewhere.welcome.name, 'sam');
   });
 
+  test('GET /api/rooms/<room> lists the members of a room without joining it', async (t) => {
+    const empty = await fetch(`${base}/api/rooms/lobby-rest`);
+    assert.equal(empty.status, 200);
+    assert.deepEqual(await empty.json(), { room: 'lobby-rest', members: [] });
+    const ada = await join('ada', 'lobby-rest');
+    t.after(() => ada.ws.close());
+    const bob = await join('bob', 'lobby-rest');
+    t.after(() => bob.ws.close());
+    const listed = await (await fetch(`${base}/api/rooms/lobby-rest`)).json();
+    assert.deepEqual(listed.members.map((m) => m.name).sort(), ['ada', 'bob']);
+    assert.deepEqual(listed.members.map((m) => m.id).sort(), [ada.welcome.id, bob.welcome.id].sort());
+    const bad = await fetch(`${base}/api/rooms/${encodeURIComponent('no spaces!')}`);
+    assert.equal(bad.status, 404);
+    assert.equal((await bad.json()).error.code, 'NO_SUCH_ROOM');
+  });
+
   test('names are normalised before they are shown to others', async (t) => {
     const room = 'shown';
     const ada = await join('  Ada\u2003\u2003Lovelace\u2028', room);

@@ -59,3 +59,26 @@ pub fn drain_events(server: u32, index: u32) -> Either<Buffer, Vec<Buffer>> {
     parts.extend(drained.owned.into_iter().map(Buffer::from));
     Either::B(parts)
 }
+
+/// The handlers of HTTP connection `connection` consumed `bytes` more of
+/// its request bodies: the core reads on (see `http_body_window`).
+#[napi]
+pub fn http_body_consumed(server: u32, connection: i64, bytes: f64) {
+    let bytes = if bytes.is_finite() && bytes > 0.0 {
+        bytes as u64
+    } else {
+        0
+    };
+    with_server(server, |s| {
+        s.http_body_consumed(crate::id_from_js(connection), bytes)
+    });
+}
+
+/// The handler of body number `body` of HTTP connection `connection`
+/// answered without reading all of it: the core discards the rest.
+#[napi]
+pub fn http_discard_body(server: u32, connection: i64, body: u32) {
+    with_server(server, |s| {
+        s.http_discard_body(crate::id_from_js(connection), body)
+    });
+}

@@ -9,6 +9,7 @@
 mod hot;
 mod options;
 mod raw;
+mod routes;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -24,11 +25,12 @@ use parking_lot::Mutex;
 use switchboard_runtime::channels::PublishTarget;
 use switchboard_runtime::{ListenerConfig, Protocol, Server, UpgradeDecision};
 
-pub use hot::drain_events;
+pub use hot::{drain_events, http_body_consumed, http_discard_body};
 pub use options::{
     CompressionOptions, RouteOptions, RpcOptions, ServerOptions, SniCertificate,
     StaticRouteOptions, TlsListenOptions,
 };
+pub use routes::{RouteFound, RouteTable};
 
 static SERVERS: LazyLock<Mutex<HashMap<u32, Arc<Server>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));

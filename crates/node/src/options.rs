@@ -73,6 +73,7 @@ pub struct HttpOptions {
     pub body_timeout_ms: Option<u32>,
     pub keep_alive_timeout_ms: Option<u32>,
     pub max_pipelined: Option<u32>,
+    pub body_window: Option<u32>,
     pub max_backpressure: Option<u32>,
 }
 
@@ -397,6 +398,9 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
         }
         if let Some(v) = http.max_pipelined {
             c.max_pipelined = (v as usize).max(1);
+        }
+        if let Some(v) = http.body_window {
+            c.body_window = (v as usize).max(1);
         }
         if let Some(v) = http.max_backpressure {
             c.max_backpressure = v as usize;

@@ -143,6 +143,12 @@ pub struct HttpConfig {
     /// have not ended; a pipelining client's further requests wait in the
     /// socket until one does. Default 16.
     pub max_pipelined: usize,
+    /// Body bytes handed to the handlers and not consumed yet, per
+    /// connection; past it the connection stops reading until they catch
+    /// up, so an upload a handler reads slowly holds bounded memory.
+    /// Default 256 KiB: four reads of the I/O thread's buffer, enough that
+    /// a handler that keeps up never waits for the socket.
+    pub body_window: usize,
     /// Bytes of responses a connection may have queued for writing; past
     /// it the connection is closed (a response cannot be dropped the way a
     /// WebSocket message can). From a quarter of it a write reports
@@ -159,6 +165,7 @@ impl Default for HttpConfig {
             body_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(5),
             max_pipelined: 16,
+            body_window: 256 * 1024,
             max_backpressure: 16 * 1024 * 1024,
         }
     }

@@ -116,22 +116,40 @@ impl Server {
     /// Queue a response (or its head and first piece) on an HTTP
     /// connection (`http::respond`).
     pub fn http_respond(&self, conn: u64, parts: &crate::http::ResponseParts<'_>) -> SendStatus {
-        match self.state.connection(conn) {
-            Some(connection) if connection.kind == ConnectionKind::Http => {
-                crate::http::respond::respond(&connection, parts)
-            }
-            _ => SendStatus::Closed,
+        match self.http_connection(conn) {
+            Some(connection) => crate::http::respond::respond(&connection, parts),
+            None => SendStatus::Closed,
         }
     }
 
     /// Queue the next piece of a streamed response (`http::respond::write`).
     pub fn http_write(&self, conn: u64, data: &[u8], flags: u32) -> SendStatus {
-        match self.state.connection(conn) {
-            Some(connection) if connection.kind == ConnectionKind::Http => {
-                crate::http::respond::write(&connection, data, flags)
-            }
-            _ => SendStatus::Closed,
+        match self.http_connection(conn) {
+            Some(connection) => crate::http::respond::write(&connection, data, flags),
+            None => SendStatus::Closed,
         }
+    }
+
+    /// The handlers of an HTTP connection consumed `bytes` more of its
+    /// request bodies (`outbound/http.rs`).
+    pub fn http_body_consumed(&self, conn: u64, bytes: u64) {
+        if let Some(connection) = self.http_connection(conn) {
+            connection.outbound.body_consumed(bytes);
+        }
+    }
+
+    /// The handler of body number `body` (counted from 0 over the
+    /// connection's life) answered without reading all of it.
+    pub fn http_discard_body(&self, conn: u64, body: u32) {
+        if let Some(connection) = self.http_connection(conn) {
+            connection.outbound.discard_body(body);
+        }
+    }
+
+    fn http_connection(&self, conn: u64) -> Option<Arc<Connection>> {
+        self.state
+            .connection(conn)
+            .filter(|c| c.kind == ConnectionKind::Http)
     }
 
     /// Start the closing handshake of a connection. `go_away`: a protocol

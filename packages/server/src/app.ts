@@ -10,7 +10,10 @@ import { SwitchboardError } from './errors.js';
 import type { WebSocket } from './websocket.js';
 import type { TlsInfo } from './tls.js';
 import { RpcService } from './rpc/service.js';
-import { Router, type CompiledRoute, type ErrorHandler, type Handler, type HttpRouteOptions } from './http/router.js';
+import type { HookName, HookTypes } from './http/hooks.js';
+import { DEFAULT_INJECT_LIMITS, Injector, type InjectLimits, type InjectOptions, type InjectResponse } from './http/inject.js';
+import { Router, withoutShadowedFallbacks, type CompiledRoute, type ErrorHandler, type Handler, type HttpRouteOptions } from './http/router.js';
+import { CookieKeyring, type CookieSecrets } from './http/cookies.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
 export interface UpgradeRequest {
@@ -76,6 +79,8 @@ export class App extends Operations {
    * and on WebSocket routes with `rpc: true`.
    */
   readonly rpc = new RpcService();
+  /** @internal The secrets signed cookies are signed and checked with (`cookieSecrets`). */
+  readonly cookieKeyring = new CookieKeyring();
   private callTimeoutMs = 30_000;
 
   constructor(
@@ -154,16 +159,65 @@ export class App extends Operations {
     this.router.setErrorHandler(handler);
     return this;
   }
+  /** A lifecycle hook for every route of the app (see `Router.addHook`). */
+  addHook<K extends HookName>(name: K, hook: HookTypes[K]): this {
+    this.router.addHook(name, hook);
+    return this;
+  }
 
-  /** @internal Flatten the HTTP routes (after the app module ran); returns what the native side needs. */
-  compileHttp(): NativeHttpRoute[] {
-    this.httpRoutes = this.router.compile([]);
-    return this.httpRoutes.map((route) => {
+  /**
+   * Run a request through the HTTP routes without a socket (for tests):
+   * routed by the native route table, answered as a server would answer
+   * it (docs/http.md#inject). Resolves once the response ended.
+   */
+  inject(options: InjectOptions | string): Promise<InjectResponse> {
+    try {
+      return (this.injector ??= new Injector(this)).inject(options, this.injectLimits, this.injectReport);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private injector: Injector | undefined;
+  /** @internal The limits injected requests meet (the server's `http` options). */
+  injectLimits: InjectLimits = DEFAULT_INJECT_LIMITS;
+  /** @internal Where `inject()` reports what the server would report through `handlerError`. */
+  injectReport = (error: unknown): void => console.error('switchboard: an HTTP handler failed (inject):', error);
+
+  /** @internal The WebSocket routes' paths, for `inject()`'s 426. */
+  get webSocketPaths(): string[] {
+    return this.routes.map((route) => route.native.path);
+  }
+
+  /** @internal The HTTP routes flattened as at `listen`, and what the native side needs of them; kept nowhere. */
+  flattenHttp(): { routes: CompiledRoute[]; native: NativeHttpRoute[] } {
+    const routes = withoutShadowedFallbacks(this.router.compile([]));
+    const native = routes.map((route) => {
       const native: NativeHttpRoute = { pattern: route.pattern };
       if (route.method !== undefined) native.method = route.method;
       if (route.bodyLimit !== undefined) native.maxBodyBytes = route.bodyLimit;
       return native;
     });
+    return { routes, native };
+  }
+
+  /** @internal Flatten the HTTP routes (after the app module ran); returns what the native side needs. */
+  compileHttp(): NativeHttpRoute[] {
+    const { routes, native } = this.flattenHttp();
+    this.httpRoutes = routes;
+    return native;
+  }
+
+  /**
+   * The secrets of signed cookies (`res.cookie(name, value, { signed: true })`,
+   * `req.signedCookies`, sessions), newest first: the first signs, every one
+   * is accepted, so a secret is rotated by putting a new one in front and
+   * dropping the old one once its cookies have been re-sent
+   * (`req.unsign(name).stale`). Each a string or Buffer of at least 32
+   * bytes. Takes effect at the next request; set it the same in every worker.
+   */
+  set cookieSecrets(secrets: CookieSecrets) {
+    this.cookieKeyring.set(secrets);
   }
 
   /** Default timeout of the calls the server makes to clients, in seconds (0 = none). Default 30. */

@@ -31,6 +31,12 @@ export const ERROR_CODES = {
   ERR_HTTP_BODY_CONSUMED: { kind: 'throw', value: 0, description: 'A request body was read twice (`buffer()`, `text()`, `json()`, iteration: one of them, once).' },
   ERR_HTTP_INTERNAL: { kind: 'http', value: 500, description: 'A handler failed with an error that carries no 4xx/5xx status; reported by `handlerError` (the message is not sent to the client).' },
   ERR_HTTP_CLIENT_GONE: { kind: 'throw', value: 0, description: 'The reason `req.signal` aborts and a body read rejects with: the connection closed before the response ended.' },
+  ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { kind: 'http', value: 415, description: 'The body has a type the handler does not read: `req.multipart()` of a body that is not `multipart/form-data`, or a route with `schema.body` and a body that is not JSON.' },
+  ERR_HTTP_MULTIPART_LIMIT: { kind: 'http', value: 413, description: 'A multipart body crossed one of `req.multipart()`\'s limits (`parts`, `files`, `fields`, `fieldSize`, `fileSize`); the message and the error\'s `limit` name it.' },
+  ERR_HTTP_MULTIPART_MALFORMED: { kind: 'http', value: 400, description: 'A multipart body could not be parsed: no boundary, a boundary that never comes, a bad part head, or a body that ends before the closing boundary.' },
+  ERR_HTTP_VALIDATION: { kind: 'http', value: 400, description: 'A request failed its route\'s `schema` (`params`, `query`, `headers` or `body`); `error.details` lists `{ location, path, message }`.' },
+  ERR_COOKIE_NO_SECRET: { kind: 'throw', value: 0, description: 'A cookie is to be signed (`res.cookie(..., { signed: true })`, a session) but `app.cookieSecrets` is not set.' },
+  ERR_SESSION_STORE: { kind: 'throw', value: 0, description: 'The session store failed: loading a session answers 500 (the error goes to the error handlers); saving, touching or destroying one after the response is reported by `handlerError`.' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -30,6 +30,31 @@ export { Router, type Handler, type ErrorHandler, type HttpRouteOptions } from '
 export { Request } from './http/request.js';
 export { Response, type ResponseBody } from './http/response.js';
 export { HttpError } from './http/http-error.js';
+export { EventStream, type EventStreamOptions, type ServerSentEvent } from './http/sse.js';
+export type { InjectOptions, InjectResponse } from './http/inject.js';
+export type { HookName, HookTypes, RequestHook, OnSendHook, OnResponseHook, OnErrorHook } from './http/hooks.js';
+export {
+  MULTIPART_DEFAULTS,
+  type MultipartOptions,
+  type MultipartPart,
+  type MultipartField,
+  type MultipartFile,
+  type MultipartForm,
+  type MultipartBufferedFile,
+} from './http/multipart.js';
+export type { RouteSchema, JsonSchema, ValidationDetail, ValidationLocation } from './http/validation.js';
+export type { CookieOptions, CookieSecrets, UnsignedCookie } from './http/cookies.js';
+export {
+  session,
+  MemoryStore,
+  Session,
+  type SessionStore,
+  type SessionData,
+  type SessionOptions,
+  type SessionCookieOptions,
+  type MemoryStoreOptions,
+} from './http/session.js';
+export { cors, type CorsOptions, type CorsOrigin } from './http/cors.js';
 export type { TlsInfo } from './tls.js';
 export {
   SendStatus,

@@ -71,6 +71,7 @@ export interface NativeHttpOptions {
   bodyTimeoutMs?: number;
   keepAliveTimeoutMs?: number;
   maxPipelined?: number;
+  bodyWindow?: number;
   maxBackpressure?: number;
 }
 
@@ -152,6 +153,20 @@ export interface NativeServerHandle {
   close(drainTimeoutMs: number): Promise<unknown>;
 }
 
+/** What `RouteTable.find` answers (`crates/node/src/routes.rs`). */
+export type NativeRouteFound =
+  | { route: number; params: string[] }
+  | { fixed: number }
+  | { status: 404 }
+  | { status: 405; allow: string }
+  | { status: 501 };
+
+/** The native route table outside a server (`inject()` routes with it). */
+export interface NativeRouteTable {
+  /** `method` as sent; `path` without the query, percent-encoded. */
+  find(method: string, path: string): NativeRouteFound;
+}
+
 export interface NativeErrorCodeInfo {
   code: string;
   kind: 'close' | 'http' | 'throw';
@@ -186,6 +201,10 @@ export interface NativeModule {
     flags: number,
     length: number,
   ): number;
+  /** The handlers of an HTTP connection consumed `bytes` more of its request bodies. */
+  httpBodyConsumed(server: number, connection: number, bytes: number): void;
+  /** The handler of body number `body` answered without reading all of it: the rest is discarded. */
+  httpDiscardBody(server: number, connection: number, body: number): void;
   /** The next piece of a streamed response (`WRITE_CHUNKED`, `WRITE_END`). */
   httpWrite(server: number, connection: number, data: Uint8Array | string, flags: number): number;
   /** The events queued for a worker; an array when large messages come in buffers of their own: the batch, then those. */
@@ -193,6 +212,10 @@ export interface NativeModule {
   ServerHandle: {
     create(options: NativeServerOptions): NativeServerHandle;
     open(id: number): NativeServerHandle;
+  };
+  RouteTable: {
+    /** The table of `routes` (numbered in order) and of fixed GET responses at `fixedPaths`; refuses what `listen` would (`ERR_INVALID_OPTION`). */
+    create(routes: NativeHttpRoute[], fixedPaths?: string[] | null): NativeRouteTable;
   };
 }
 

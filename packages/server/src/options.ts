@@ -134,6 +134,8 @@ export interface HttpOptions {
   keepAliveTimeout?: number;
   /** Requests of one connection in the handlers' hands at once; a pipelining client's others wait. Default 16. */
   maxPipelined?: number;
+  /** Body bytes handed to a handler ahead of what it consumed; then the connection stops reading until it catches up. Default 256 KiB. */
+  bodyWindow?: number;
   /** Bytes of responses queued for one connection before it is closed (streamed bodies pause at a quarter). Default 16 MiB. */
   maxBackpressure?: number;
 }
@@ -326,6 +328,7 @@ function nativeHttp(options: HttpOptions): NativeHttpOptions {
   set('bodyTimeoutMs', seconds('http.bodyTimeout', options.bodyTimeout));
   set('keepAliveTimeoutMs', seconds('http.keepAliveTimeout', options.keepAliveTimeout));
   set('maxPipelined', count('http.maxPipelined', options.maxPipelined));
+  set('bodyWindow', count('http.bodyWindow', options.bodyWindow));
   set('maxBackpressure', count('http.maxBackpressure', options.maxBackpressure));
   return out;
 }

@@ -13,6 +13,7 @@ import { native, type NativeServerHandle, type NativeTlsOptions } from './native
 import { Operations } from './operations.js';
 import { DEFAULTS, type ServerOptions, nativeServer, rpcWorkerOptions } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
+import { DEFAULT_INJECT_LIMITS, type InjectOptions, type InjectResponse } from './http/inject.js';
 
 /** An address the server listens on. */
 export interface ListenAddress {
@@ -140,6 +141,11 @@ export class Server extends Operations {
     // Validate now rather than at listen().
     nativeServer(this.options, workers);
     this.local.rpc.limits = rpcWorkerOptions(this.options.rpc);
+    this.local.injectLimits = {
+      maxBodyBytes: this.options.http?.maxBodyBytes ?? DEFAULT_INJECT_LIMITS.maxBodyBytes,
+      maxUrlBytes: this.options.http?.maxUrlBytes ?? DEFAULT_INJECT_LIMITS.maxUrlBytes,
+    };
+    this.local.injectReport = (error) => this.reportHandlerError(error, { worker: 0, handler: 'http', connection: 0 });
   }
 
   /** Register a WebSocket route on the main thread (with `workers: 0`). */
@@ -195,6 +201,27 @@ export class Server extends Operations {
     this.local.post(pattern, ...args);
     return this;
   }
+
+  /**
+   * `app.inject()` on the main thread's app (with `workers: 0`): a request
+   * through the HTTP routes without a socket, before or after `listen`
+   * (the app module, when given, is loaded first).
+   */
+  async inject(options: InjectOptions | string): Promise<InjectResponse> {
+    if (this.workerCount > 0) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', 'inject() runs the main thread\'s routes: use `workers: 0` (or `app.inject` on an App)');
+    }
+    await this.loadLocalApp();
+    return this.local.inject(options);
+  }
+
+  /** The app module on the main thread (with `workers: 0`), loaded once, by `listen` or `inject`. */
+  private loadLocalApp(): Promise<void> {
+    if (!this.options.app) return Promise.resolve();
+    return (this.localAppLoaded ??= loadApp(this.local, specifierOf(this.options.app)));
+  }
+
+  private localAppLoaded: Promise<void> | undefined;
 
   private inlineOnly(what: string): void {
     if (this.workerCount > 0) {
@@ -255,7 +282,7 @@ export class Server extends Operations {
 
   private async loadRoutes(): Promise<RouteTable> {
     if (this.workerCount === 0) {
-      if (this.options.app) await loadApp(this.local, specifierOf(this.options.app));
+      await this.loadLocalApp();
       const httpRoutes = this.local.compileHttp();
       return { routes: this.local.routes.map((r) => r.native), staticRoutes: this.local.staticRoutes, httpRoutes };
     }

@@ -7,19 +7,16 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { HttpError, Router, Server } from 'switchboard';
-import { HttpConnection, exchange } from './support.mjs';
+import { HttpConnection, exchange, startHttp } from './support.mjs';
 
 const run = promisify(execFile);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function start(setup, options = {}) {
-  const server = new Server({ workers: 0, ...options });
-  const errors = [];
-  server.on('handlerError', (error, info) => errors.push({ error, info }));
-  setup(server.app, server);
-  await server.listen(0, '127.0.0.1');
-  return { server, errors, port: server.port, base: `http://127.0.0.1:${server.port}` };
-}
+/** A server for `setup` (support.mjs); `errors` are `{ error, info }` reports. */
+const start = async (setup, options) => {
+  const started = await startHttp(setup, options);
+  return { ...started, errors: started.reports };
+};
 
 test('routes, parameters, query and headers reach the handler', async (t) => {
   const { server, base } = await start((app) => {

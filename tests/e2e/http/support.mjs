@@ -3,6 +3,25 @@
 // connection, with their framing checked byte by byte.
 import net from 'node:net';
 import { once } from 'node:events';
+import { Server } from 'switchboard';
+
+/**
+ * A server on 127.0.0.1:0 (`workers: 0`) whose routes `setup(app, server)`
+ * registers. `errors`: what `handlerError` reported; `reports`: the same
+ * with its info (`{ error, info }`).
+ */
+export async function startHttp(setup, options = {}) {
+  const server = new Server({ workers: 0, ...options });
+  const errors = [];
+  const reports = [];
+  server.on('handlerError', (error, info) => {
+    errors.push(error);
+    reports.push({ error, info });
+  });
+  setup(server.app, server);
+  await server.listen(0, '127.0.0.1');
+  return { server, errors, reports, port: server.port, base: `http://127.0.0.1:${server.port}` };
+}
 
 /** A raw connection that reads responses one after another. */
 export class HttpConnection {

@@ -1,6 +1,7 @@
 //! Plain HTTP requests on the listeners that also serve WebSocket: the
 //! route table matched natively (`routes.rs`, on the radix tree of
-//! `router.rs`), and the responses the workers write (`respond.rs`), framed
+//! `router.rs`; [`RouteTable`] is the same table outside a server, for
+//! `inject()`), and the responses the workers write (`respond.rs`), framed
 //! here with a cached `Date`. What the I/O thread reads is the session's
 //! (`session/http.rs`); the codec is `switchboard_proto::http1`.
 
@@ -9,6 +10,9 @@ pub(crate) use date::with_date;
 pub mod respond;
 pub(crate) mod router;
 pub(crate) mod routes;
+
+pub use router::RouteError;
+pub use routes::{InvalidRoute, RouteMatch, RouteTable};
 
 pub use respond::{
     ResponseParts, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE, RESPOND_LENGTH,

@@ -1,17 +1,56 @@
-//! The HTTP side of the queue. A connection's responses must leave in the
-//! order of its requests, whoever writes them: JavaScript's (written by
-//! the workers, which end them in order) and the I/O thread's own (a 404,
-//! a fixed route, a 400 that closes). So the queue counts the responses
-//! that ended, under the same lock as their bytes, and the I/O thread
-//! queues a response of its own only once every response before it ended,
-//! behind their bytes. It learns of ends without a wake-up per response:
-//! only when it waits for one (`response_awaited`) does an end wake it.
+//! The HTTP side of the queue: what the workers do that the I/O thread
+//! waits on, kept under the queue's lock.
+//!
+//! **Responses in order.** A connection's responses must leave in the
+//! order of its requests, whoever writes them: JavaScript's (written by the
+//! workers, which end them in order) and the I/O thread's own (a 404, a
+//! fixed route, a 400 that closes). So the queue counts the responses that
+//! ended, under the same lock as their bytes, and the I/O thread queues a
+//! response of its own only once every response before it ended, behind
+//! their bytes.
+//!
+//! **Bodies at the handler's pace.** The I/O thread hands a body to the
+//! worker up to a window ahead of what the handler consumed (acknowledged
+//! here); then it stops reading the socket until more is consumed, so an
+//! upload a handler reads slowly holds a bounded amount of memory. A
+//! handler that answers without reading its body has the rest discarded.
+//!
+//! The I/O thread learns of both without a wake-up per event: only while it
+//! waits (`awaited`) does an end, an acknowledgement or a discard wake it.
 
 use std::sync::atomic::Ordering;
 
 use bytes::BytesMut;
 
-use super::{OutItem, Outbound, SendStatus};
+use super::{OutItem, Outbound, SendStatus, State};
+
+/// What the I/O thread of an HTTP connection waits on.
+#[derive(Debug, Default)]
+pub(super) struct Progress {
+    /// Responses whose last bytes are queued (or written). Wrapping: only
+    /// the distance to the requests handed out counts.
+    responses_ended: u32,
+    /// Body bytes the handlers consumed, over the connection's life.
+    body_consumed: u64,
+    /// The handlers want the body numbered `discard_body - 1` (bodies
+    /// counted from 0 over the connection's life) discarded; 0: none.
+    discard_body: u32,
+    /// The I/O thread waits: the next change wakes it.
+    awaited: bool,
+}
+
+/// A snapshot of [`Progress`] for the I/O thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HttpProgress {
+    pub responses_ended: u32,
+    pub body_consumed: u64,
+    /// The body of this number (wrapping) is to be discarded.
+    pub discard_body: Option<u32>,
+}
+
+fn progress(state: &mut State) -> &mut Progress {
+    state.http.get_or_insert_with(Box::default)
+}
 
 impl Outbound {
     /// Queue `len` bytes of a response, written by `write` at the end of
@@ -33,8 +72,9 @@ impl Outbound {
             Self::coalesce(&mut state, len, write);
         }
         let awaited = ends && {
-            state.responses_ended = state.responses_ended.wrapping_add(1);
-            std::mem::take(&mut state.response_awaited)
+            let progress = progress(&mut state);
+            progress.responses_ended = progress.responses_ended.wrapping_add(1);
+            std::mem::take(&mut progress.awaited)
         };
         let (status, wake) = self.accepted(state, len, was_empty && len > 0);
         if awaited {
@@ -46,21 +86,50 @@ impl Outbound {
     /// A response ended whose last bytes went out without
     /// [`Outbound::push_response`] (a large body written directly).
     pub fn end_response(&self) {
+        self.changed(|progress| {
+            progress.responses_ended = progress.responses_ended.wrapping_add(1)
+        });
+    }
+
+    /// The handlers consumed `bytes` more of the connection's bodies.
+    pub fn body_consumed(&self, bytes: u64) {
+        self.changed(|progress| progress.body_consumed += bytes);
+    }
+
+    /// The handlers want body number `body` (wrapping count) discarded.
+    pub fn discard_body(&self, body: u32) {
+        self.changed(|progress| progress.discard_body = body.wrapping_add(1));
+    }
+
+    fn changed(&self, change: impl FnOnce(&mut Progress)) {
         let mut state = self.state.lock();
-        state.responses_ended = state.responses_ended.wrapping_add(1);
-        let awaited = std::mem::take(&mut state.response_awaited);
+        let progress = progress(&mut state);
+        change(progress);
+        let awaited = std::mem::take(&mut progress.awaited);
         drop(state);
         if awaited {
             self.wake();
         }
     }
 
-    /// The I/O thread: how many responses ended; with `await_next`, the
-    /// next end wakes it.
-    pub fn responses_ended(&self, await_next: bool) -> u32 {
+    /// The I/O thread: where the handlers are; with `await_next`, the next
+    /// change wakes it.
+    pub fn http_progress(&self, await_next: bool) -> HttpProgress {
         let mut state = self.state.lock();
-        state.response_awaited |= await_next;
-        state.responses_ended
+        let progress = progress(&mut state);
+        progress.awaited |= await_next;
+        HttpProgress {
+            responses_ended: progress.responses_ended,
+            body_consumed: progress.body_consumed,
+            discard_body: progress.discard_body.checked_sub(1),
+        }
+    }
+
+    /// Whether the I/O thread waits for the next change (for tests).
+    #[cfg(test)]
+    pub(crate) fn http_awaited(&self) -> bool {
+        let mut state = self.state.lock();
+        progress(&mut state).awaited
     }
 
     /// The I/O thread queues a response of its own behind the responses
@@ -70,8 +139,9 @@ impl Outbound {
     /// while some have not.
     pub fn push_own_response(&self, before: u32, bytes: &[u8], close: bool) -> bool {
         let mut state = self.state.lock();
-        if state.responses_ended != before {
-            state.response_awaited = true;
+        let progress = progress(&mut state);
+        if progress.responses_ended != before {
+            progress.awaited = true;
             return false;
         }
         if state.closed || state.eviction.is_some() {

@@ -104,14 +104,9 @@ struct State {
     closed: bool,
     eviction: Option<Eviction>,
     writer: Writer,
-    /// HTTP: responses whose last bytes are queued (or written), counted
-    /// by the workers that end them (`http.rs`). Wrapping: only the
-    /// distance to the requests handed out counts, and 32 bits keep the
-    /// shared part of an idle connection within two cache lines.
-    responses_ended: u32,
-    /// HTTP: the I/O thread waits for a response to end (its pipelining
-    /// limit, or a response of its own that must follow them).
-    response_awaited: bool,
+    /// HTTP: what the workers did that the I/O thread waits on (`http.rs`);
+    /// boxed, made at first use, so other connections pay one pointer.
+    http: Option<Box<http::Progress>>,
 }
 
 /// What the I/O thread takes from the queue.

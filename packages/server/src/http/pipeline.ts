@@ -5,8 +5,14 @@
  * outwards, and last the default one, which answers with the error's
  * status. A chain that ends without a response answers 404, as a route
  * that did not exist would.
+ *
+ * Lifecycle hooks (`http/hooks.ts`), when the route has any, run around
+ * the chain: `onRequest` before it, `preHandler` between the middleware
+ * and the route's handlers, `onSend` on a whole response's payload,
+ * `onError` on the first error, `onResponse` after the end.
  */
 import { HttpError } from './http-error.js';
+import { observe, runHooks, runOnSend, type RouteHooks } from './hooks.js';
 import type { Request } from './request.js';
 import type { Response } from './response.js';
 import type { CompiledRoute } from './router.js';
@@ -24,6 +30,8 @@ class Run {
   private index = 0;
   private failing = false;
   private error: unknown;
+  /** The `preHandler` hooks ran (or there are none). */
+  private preHandled = false;
   /** Handed to each handler; one per request. */
   readonly next = (error?: unknown): void => {
     if (error !== undefined && error !== null) this.fail(error);
@@ -41,6 +49,13 @@ class Run {
     if (this.res.finished || this.res.closed) return;
     if (this.failing) {
       this.stepError();
+      return;
+    }
+    const hooks = this.route.hooks;
+    if (hooks && !this.preHandled && this.index >= (this.route.handlersStart ?? 0)) {
+      this.preHandled = true;
+      const { req, res } = this;
+      runHooks(hooks.preHandler, (hook) => hook(req, res), res, () => this.step(), (error) => this.fail(error));
       return;
     }
     const handler = this.route.handlers[this.index++];
@@ -75,12 +90,35 @@ class Run {
   }
 
   private fail(error: unknown): void {
+    this.error = error;
     if (!this.failing) {
       this.failing = true;
       this.index = 0;
+      const observers = this.route.hooks?.onError;
+      if (observers && observers.length > 0) {
+        const { req, res } = this;
+        observe(observers, (hook) => hook(req, res, error), this.report, () => this.stepError());
+        return;
+      }
     }
-    this.error = error;
     this.stepError();
+  }
+
+  /** Set the hooks of the response's phases, then run the `onRequest` hooks and the chain. */
+  start(hooks: RouteHooks): void {
+    const { req, res } = this;
+    if (hooks.onSend.length > 0) {
+      res.beforeSend = (payload, write) =>
+        runOnSend(hooks.onSend, req, res, payload, write, (error) => {
+          // The error's own response skips the hooks (`beforeSend` is spent).
+          res.reopen();
+          this.fail(error);
+        });
+    }
+    if (hooks.onResponse.length > 0) {
+      res.on('finish', () => observe(hooks.onResponse, (hook) => hook(req, res), this.report));
+    }
+    runHooks(hooks.onRequest, (hook) => hook(req, res), res, () => this.step(), (error) => this.fail(error));
   }
 
   private stepError(): void {
@@ -104,7 +142,9 @@ class Run {
 
 /** Run `req` through `route`. */
 export function runRoute(route: CompiledRoute, req: Request, res: Response, report: Report): void {
-  new Run(route, req, res, report).step();
+  const run = new Run(route, req, res, report);
+  if (route.hooks) run.start(route.hooks);
+  else run.step();
 }
 
 function notFound(res: Response): void {
@@ -127,7 +167,8 @@ function defaultErrorHandler(error: unknown, res: Response, report: Report): voi
   }
   const code = error instanceof HttpError ? error.code : typeof (error as { code?: unknown })?.code === 'string' && status < 500 ? (error as { code: string }).code : 'ERR_HTTP_INTERNAL';
   const message = status < 500 && error instanceof Error ? error.message : 'internal server error';
-  res.status(status).json({ error: { code, message } });
+  const details = status < 500 && error instanceof HttpError ? error.details : undefined;
+  res.status(status).json({ error: details === undefined ? { code, message } : { code, message, details } });
 }
 
 function statusOf(error: unknown): number {

@@ -6,6 +6,8 @@
 import { parse as parseQuery, type ParsedUrlQuery } from 'node:querystring';
 import { Readable } from 'node:stream';
 import { HttpError } from './http-error.js';
+import { readMultipart, readMultipartAll, type MultipartForm, type MultipartOptions, type MultipartPart } from './multipart.js';
+import { parseCookies, type CookieKeyring, type UnsignedCookie } from './cookies.js';
 import type { HttpMethod } from '../internal/events.js';
 import type { TlsInfo } from '../tls.js';
 
@@ -19,6 +21,12 @@ export interface Peer {
 /**
  * The body as it arrives: pieces the native side sent (views into event
  * batches), then the end, or an error when the client went away.
+ *
+ * The native side hands a body over at most a window (`http.bodyWindow`)
+ * ahead of what the handler consumed, so every byte consumed is reported
+ * back (`consumed`): when the handler takes a piece from the iteration, at
+ * once when it asked for the whole body, and when its response ends without
+ * having read it all (the rest is then discarded natively).
  */
 export class BodyReader {
   private readonly chunks: Buffer[] = [];
@@ -26,13 +34,26 @@ export class BodyReader {
   private ended = false;
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
+  /** Report every piece as consumed on arrival (the whole body was asked for, or it is discarded). */
+  private eager = false;
+  private discarded = false;
   /** Whether a consumer took the body (only one may). */
   claimed = false;
 
+  constructor(private readonly consumed: (bytes: number) => void) {}
+
+  /** Whether the last piece arrived (or the body failed). */
+  get finished(): boolean {
+    return this.ended || this.failure !== undefined;
+  }
+
   push(data: Buffer, last: boolean): void {
     if (data.length > 0) {
-      this.chunks.push(data);
-      this.size += data.length;
+      if (this.eager) this.consumed(data.length);
+      if (!this.discarded) {
+        this.chunks.push(data);
+        this.size += data.length;
+      }
     }
     if (last) this.ended = true;
     this.notify();
@@ -42,6 +63,20 @@ export class BodyReader {
     if (this.ended) return;
     this.failure = error;
     this.notify();
+  }
+
+  /**
+   * The response ended: what was received and not consumed counts as
+   * consumed, and later pieces are dropped. Returns whether the body had
+   * not ended (the native side must discard its rest).
+   */
+  discard(): boolean {
+    if (!this.eager && this.size > 0) this.consumed(this.size);
+    this.eager = true;
+    this.discarded = true;
+    this.chunks.length = 0;
+    this.size = 0;
+    return !this.finished;
   }
 
   private notify(): void {
@@ -56,6 +91,7 @@ export class BodyReader {
       const chunk = this.chunks.shift();
       if (chunk !== undefined) {
         this.size -= chunk.length;
+        this.consumed(chunk.length);
         return chunk;
       }
       if (this.failure) throw this.failure;
@@ -66,6 +102,10 @@ export class BodyReader {
 
   /** The whole body, once it ended. */
   async all(): Promise<Buffer> {
+    if (!this.eager) {
+      this.eager = true;
+      if (this.size > 0) this.consumed(this.size);
+    }
     while (!this.ended) {
       if (this.failure) throw this.failure;
       await new Promise<void>((resolve) => (this.wake = resolve));
@@ -79,6 +119,7 @@ export class BodyReader {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NON_ASCII = /[\x80-\xff]/;
 
 export class Request<Params extends Record<string, string> = Record<string, string>> {
   /** The path as sent (percent-encoded), without the query. */
@@ -91,8 +132,16 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   private decodedQuery: ParsedUrlQuery | undefined;
   private decodedParams: Params | undefined;
   private abort: AbortController | undefined;
-  /** @internal The body, when the request has one. */
-  readonly body: BodyReader | undefined;
+  /** @internal The body's reader, when the request has one. */
+  readonly bodyReader: BodyReader | undefined;
+  /**
+   * The body as the route's `schema.body` validated it (parsed JSON, with
+   * its defaults); undefined on a route without one. Set by the
+   * validation step, before the route's handlers.
+   */
+  body: unknown = undefined;
+  /** `json()`'s result, kept: validation reads the body, and the handler may call `json()` again. */
+  private parsedJson: { value: unknown } | undefined;
 
   /** @internal */
   constructor(
@@ -105,14 +154,15 @@ export class Request<Params extends Record<string, string> = Record<string, stri
     private readonly paramNames: readonly string[],
     private readonly rawParams: readonly string[],
     private readonly peer: Peer,
-    hasBody: boolean,
+    /** The body's reader, when the request has one. */
+    body: BodyReader | undefined,
     /** The HTTP version: `'1.1'` or `'1.0'`. */
     readonly httpVersion: '1.1' | '1.0',
   ) {
     this.path = path;
     this.rawQuery = rawQuery;
     this.headerBatch = headerBatch;
-    this.body = hasBody ? new BodyReader() : undefined;
+    this.bodyReader = body;
   }
 
   /** The request target: path and query. */
@@ -156,6 +206,53 @@ export class Request<Params extends Record<string, string> = Record<string, stri
     return this.headers[name.toLowerCase()];
   }
 
+  /** @internal The app's cookie secrets (`app.cookieSecrets`), set by the connection. */
+  keyring: CookieKeyring | undefined;
+  private parsedCookies: Record<string, string> | undefined;
+  private verifiedCookies: Record<string, string> | undefined;
+
+  /**
+   * The cookies of the `Cookie` header, name to value (a signed cookie
+   * with its raw `s:...` value: `signedCookies` has it checked). Parsed on
+   * first use; malformed pairs are skipped. No prototype. Bytes beyond
+   * ASCII (sent raw by other servers' cookies) are read as UTF-8.
+   */
+  get cookies(): Record<string, string> {
+    if (this.parsedCookies === undefined) {
+      const header = this.headers.cookie;
+      this.parsedCookies = parseCookies(header !== undefined && NON_ASCII.test(header) ? Buffer.from(header, 'latin1').toString('utf8') : header);
+    }
+    return this.parsedCookies;
+  }
+
+  /**
+   * The signed cookies whose signature one of `app.cookieSecrets`
+   * verified, name to value; a cookie with a bad or missing signature is
+   * absent. No prototype.
+   */
+  get signedCookies(): Record<string, string> {
+    if (this.verifiedCookies === undefined) {
+      const verified = Object.create(null) as Record<string, string>;
+      const cookies = this.cookies;
+      for (const name in cookies) {
+        const checked = this.keyring?.verify(name, cookies[name]!);
+        if (checked) verified[name] = checked.value;
+      }
+      this.verifiedCookies = verified;
+    }
+    return this.verifiedCookies;
+  }
+
+  /**
+   * Check the signed cookie `name`: its value, and `stale: true` when an
+   * older secret signed it (send it again to re-sign it with the newest).
+   * Undefined when absent, unsigned or badly signed.
+   */
+  unsign(name: string): UnsignedCookie | undefined {
+    const raw = this.cookies[name];
+    return raw === undefined ? undefined : this.keyring?.verify(name, raw);
+  }
+
   /** The peer's IP address. */
   get ip(): string {
     const address = this.peer.remoteAddress;
@@ -195,14 +292,14 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   /** @internal The connection closed before the response ended. */
   aborted(reason: Error): void {
     this.abort?.abort(reason);
-    this.body?.fail(reason);
+    this.bodyReader?.fail(reason);
   }
 
   /** The whole body (empty without one). */
   async buffer(): Promise<Buffer> {
-    if (!this.body) return Buffer.alloc(0);
+    if (!this.bodyReader) return Buffer.alloc(0);
     this.claim();
-    return this.body.all();
+    return this.bodyReader.all();
   }
 
   /** The body as UTF-8 text. */
@@ -212,9 +309,11 @@ export class Request<Params extends Record<string, string> = Record<string, stri
 
   /** The body parsed as JSON; malformed JSON is `ERR_HTTP_INVALID_BODY` (400). */
   async json<T = unknown>(): Promise<T> {
+    if (this.parsedJson) return this.parsedJson.value as T;
     const text = await this.text();
     try {
-      return JSON.parse(text) as T;
+      this.parsedJson = { value: JSON.parse(text) };
+      return this.parsedJson.value as T;
     } catch (error) {
       throw new HttpError(400, 'ERR_HTTP_INVALID_BODY', 'the body is not valid JSON', { cause: error });
     }
@@ -226,14 +325,28 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   }
 
   /**
+   * A `multipart/form-data` body, part by part as it arrives: fields, and
+   * files whose `stream` is read before the next part is asked for (see
+   * `http/multipart.ts` for the limits and what failing ones throw).
+   */
+  multipart(options?: MultipartOptions): AsyncIterableIterator<MultipartPart> {
+    return readMultipart(this, options);
+  }
+
+  /** A small `multipart/form-data` body whole: fields by name, files as Buffers. */
+  multipartAll(options?: MultipartOptions): Promise<MultipartForm> {
+    return readMultipartAll(this, options);
+  }
+
+  /**
    * The body piece by piece, as it arrives. Each piece is a view into an
    * event batch: copy it to keep a small slice of it for long.
    */
   async *[Symbol.asyncIterator](): AsyncGenerator<Buffer, void, undefined> {
-    if (!this.body) return;
+    if (!this.bodyReader) return;
     this.claim();
     for (;;) {
-      const chunk = await this.body.next();
+      const chunk = await this.bodyReader.next();
       if (chunk === null) return;
       yield chunk;
     }
@@ -245,10 +358,10 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   }
 
   private claim(): void {
-    if (this.body!.claimed) {
+    if (this.bodyReader!.claimed) {
       throw new HttpError(500, 'ERR_HTTP_BODY_CONSUMED', 'the request body was already read');
     }
-    this.body!.claimed = true;
+    this.bodyReader!.claimed = true;
   }
 }
 

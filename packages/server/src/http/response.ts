@@ -9,6 +9,8 @@
  * later response waits (in `ops`) until the ones before it ended.
  */
 import { SwitchboardError } from '../errors.js';
+import { EventStream, type EventStreamOptions } from './sse.js';
+import { serializeCookie, type CookieKeyring, type CookieOptions } from './cookies.js';
 import {
   RESPOND_HEAD,
   RESPOND_HTTP10,
@@ -44,6 +46,8 @@ const enum Stage {
   Head,
   /** The head is out (or queued); the body is being written. */
   Streaming,
+  /** A whole response's payload is with the `onSend` hooks: headers may still change, nothing more may be sent. */
+  Sending,
   Ended,
 }
 
@@ -101,6 +105,11 @@ export class Response {
   private gone = false;
   private drainListeners: (() => void)[] | undefined;
   private finishListeners: (() => void)[] | undefined;
+  private closeListeners: (() => void)[] | undefined;
+  /** Run once, right before the head is framed (`beforeHead`). */
+  private headHooks: (() => void)[] | undefined;
+  /** @internal The app's cookie secrets (`app.cookieSecrets`), set by the connection. */
+  keyring: CookieKeyring | undefined;
 
   /** @internal */
   constructor(
@@ -119,7 +128,8 @@ export class Response {
 
   /** Whether the response ended. */
   get finished(): boolean {
-    return this.stage === Stage.Ended;
+    // A payload with the `onSend` hooks is sent, as far as the handlers go.
+    return this.stage >= Stage.Sending;
   }
 
   /** Whether the client went away (writes are ignored from then on). */
@@ -202,6 +212,31 @@ export class Response {
     return undefined;
   }
 
+  /**
+   * Add a `Set-Cookie` line (`docs/http.md#cookies`). With `signed: true`
+   * the value is signed with the newest of `app.cookieSecrets`. Throws
+   * `ERR_INVALID_OPTION` for a cookie a browser would drop (`SameSite=None`
+   * without `secure`, a bad name...), `ERR_COOKIE_NO_SECRET` when signing
+   * without secrets.
+   */
+  cookie(name: string, value: string, options: CookieOptions = {}): this {
+    let sent = value;
+    if (options.signed) {
+      if (!this.keyring) throw new SwitchboardError('ERR_COOKIE_NO_SECRET', `cookie ${name} is to be signed, but app.cookieSecrets is not set`);
+      sent = this.keyring.sign(name, value);
+    }
+    return this.append('Set-Cookie', serializeCookie(name, sent, options));
+  }
+
+  /**
+   * Tell the browser to drop cookie `name`: an empty value that expired at
+   * the epoch, with `Max-Age=0`. Give the `path` and `domain` the cookie
+   * was set with (a cookie is known by name, path and domain).
+   */
+  clearCookie(name: string, options: Omit<CookieOptions, 'expires' | 'maxAge' | 'signed'> = {}): this {
+    return this.append('Set-Cookie', serializeCookie(name, '', { ...options, expires: new Date(0), maxAge: 0 }));
+  }
+
   /** Set `Content-Type`: a MIME type, or `json`, `html`, `text`, `bin`, `js`, `css`, `xml`, `form`. */
   type(value: string): this {
     const type = CONTENT_TYPES[value] ?? value;
@@ -267,7 +302,7 @@ export class Response {
    * when the client is behind: wait for `'drain'`.
    */
   write(chunk: string | Uint8Array): boolean {
-    if (this.stage === Stage.Ended) {
+    if (this.finished) {
       this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', 'write after the response ended'));
       return false;
     }
@@ -278,7 +313,7 @@ export class Response {
 
   /** End the response, with a last piece of the body. */
   end(chunk?: string | Uint8Array): void {
-    if (this.stage === Stage.Ended) {
+    if (this.finished) {
       this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', 'end after the response ended'));
       return;
     }
@@ -291,11 +326,38 @@ export class Response {
     this.run(() => this.host.write(chunk ?? '', flags), true);
   }
 
-  /** `'drain'`: the client caught up after `write` returned false. `'finish'`: the response ended. */
-  on(event: 'drain' | 'finish', listener: () => void): this {
+  /**
+   * `'drain'`: the client caught up after `write` returned false.
+   * `'finish'`: the response ended. `'close'`: the client went away before
+   * it ended.
+   */
+  on(event: 'drain' | 'finish' | 'close', listener: () => void): this {
     if (event === 'drain') (this.drainListeners ??= []).push(listener);
+    else if (event === 'close') (this.closeListeners ??= []).push(listener);
     else (this.finishListeners ??= []).push(listener);
     return this;
+  }
+
+  /**
+   * Answer with a stream of server-sent events (`text/event-stream`): see
+   * `EventStream`. The head goes out at once.
+   */
+  sse(options?: EventStreamOptions): EventStream {
+    // A HEAD request gets the head alone; a response already sent, a stream that is closed.
+    const start = !this.mayStart('sse') ? 'refused' : this.requestFlags & RESPOND_HEAD ? 'head' : 'open';
+    return new EventStream(this, options, start);
+  }
+
+  /**
+   * @internal Set by the pipeline when the route has `onSend` hooks: the
+   * payload of the next whole response passes through it, and goes out
+   * when it calls `write` (once).
+   */
+  beforeSend: ((payload: string | Uint8Array, write: (payload: string | Uint8Array) => void) => void) | undefined;
+
+  /** @internal The `onSend` hooks failed: the response may be sent again (by the error handlers). */
+  reopen(): void {
+    if (this.stage === Stage.Sending) this.stage = Stage.Head;
   }
 
   /** @internal The connection's queue emptied. */
@@ -317,10 +379,35 @@ export class Response {
     this.closeAfter = true;
   }
 
+  /**
+   * @internal Call `hook` synchronously right before the head is framed
+   * (the first `send`, `end` or `write`), while headers may still be set:
+   * the session middleware sets its cookie there. Hooks run in the order
+   * added, once.
+   */
+  beforeHead(hook: () => void): void {
+    (this.headHooks ??= []).push(hook);
+  }
+
+  private runHeadHooks(): void {
+    const hooks = this.headHooks;
+    if (!hooks) return;
+    this.headHooks = undefined;
+    for (const hook of hooks) hook();
+  }
+
+  /** @internal Report an error of the application's, after the fact, through the server's `handlerError`. */
+  report(error: Error): void {
+    this.host.misuse(error);
+  }
+
   /** @internal The connection closed: later writes do nothing. */
   connectionClosed(): void {
     this.gone = true;
     this.ops = null;
+    const listeners = this.closeListeners;
+    this.closeListeners = undefined;
+    if (listeners) for (const listener of listeners) listener();
   }
 
   private mayStart(what: string): boolean {
@@ -330,6 +417,16 @@ export class Response {
   }
 
   private respondWhole(body: string | Uint8Array): void {
+    const before = this.beforeSend;
+    if (before !== undefined) {
+      this.beforeSend = undefined;
+      this.stage = Stage.Sending;
+      before(body, (payload) => {
+        if (this.stage === Stage.Sending) this.respondWhole(payload);
+      });
+      return;
+    }
+    this.runHeadHooks();
     this.stage = Stage.Ended;
     const headers = this.headerLines();
     const flags = this.connectionFlags();
@@ -338,6 +435,7 @@ export class Response {
   }
 
   private start(chunk: string | Uint8Array): boolean {
+    this.runHeadHooks();
     this.stage = Stage.Streaming;
     const declared = this.declaredLength;
     let flags = RESPOND_STREAM;
@@ -386,6 +484,7 @@ export class Response {
     const listeners = this.finishListeners;
     this.finishListeners = undefined;
     this.drainListeners = undefined;
+    this.closeListeners = undefined;
     this.host.ended(this);
     if (listeners) for (const listener of listeners) listener();
   }
@@ -418,7 +517,7 @@ export class Response {
   }
 
   private checkStage(name: string): void {
-    if (this.stage !== Stage.Head) {
+    if (this.stage !== Stage.Head && this.stage !== Stage.Sending) {
       this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', `header ${name} set after the head was sent`));
     }
   }

@@ -8,8 +8,10 @@
  * JavaScript knowing its route.
  */
 import { SwitchboardError } from '../errors.js';
+import { checkHook, joinHooks, noHooks, type HookName, type HookTypes, type RouteHooks } from './hooks.js';
 import type { Request } from './request.js';
 import type { Response } from './response.js';
+import { compileRouteSchema, type RouteSchema } from './validation.js';
 
 /**
  * A handler or middleware. Call `next()` to go on to the next one, or
@@ -30,7 +32,29 @@ export type ErrorHandler = (error: unknown, req: Request, res: Response, next: (
 export interface HttpRouteOptions {
   /** The largest request body this route takes, in bytes (default: `http.maxBodyBytes`, 1 MiB). Larger: 413. */
   bodyLimit?: number;
+  /**
+   * JSON Schemas for the request's `params`, `query`, `headers` and
+   * `body`, compiled now (a bad one: `ERR_INVALID_OPTION`) and checked
+   * after the middleware, before the handlers; a request that fails gets
+   * 400 `ERR_HTTP_VALIDATION` (see `http/validation.ts`).
+   */
+  schema?: RouteSchema;
 }
+
+/**
+ * @internal A middleware may carry a function under this key, called when
+ * it is `use`d with the router and the prefix (`''` for none): `cors()`
+ * registers its OPTIONS routes so.
+ */
+export const ON_USE = Symbol('switchboard.onUse');
+
+/**
+ * @internal Marks a route's handler as a fallback: the route is left out
+ * at `listen` when a route of the app (not a fallback) has the same
+ * pattern shape and takes the method (`all` takes every one), or when an
+ * earlier fallback has them. `cors()`'s catch-all OPTIONS routes are such.
+ */
+export const FALLBACK = Symbol('switchboard.fallback');
 
 /** Methods a route may name (`all` is every method). */
 export const ROUTE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE'] as const;
@@ -46,7 +70,13 @@ export interface CompiledRoute {
   handlers: Handler[];
   /** Innermost router's first. */
   errorHandlers: ErrorHandler[];
+  /** Lifecycle hooks (`addHook`), outermost router's first; absent when there are none. */
+  hooks?: RouteHooks | undefined;
+  /** Where the route's own handlers start in `handlers`, after the middleware: `preHandler` hooks run there. */
+  handlersStart?: number;
   bodyLimit: number | undefined;
+  /** The route's `schema`; its validation step is the first of `handlers` after the middleware. */
+  schema?: RouteSchema | undefined;
 }
 
 interface RouteEntry {
@@ -54,6 +84,8 @@ interface RouteEntry {
   pattern: string;
   handlers: Handler[];
   options: HttpRouteOptions;
+  /** The compiled `options.schema`. */
+  validate: Handler | undefined;
 }
 
 interface Middleware {
@@ -69,6 +101,7 @@ export class Router {
   private readonly middleware: Middleware[] = [];
   private readonly mounts: { prefix: string; router: Router }[] = [];
   private errorHandler: ErrorHandler | undefined;
+  private readonly hooks = noHooks();
 
   get<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: [HttpRouteOptions, ...Handler<P>[]] | Handler<P>[]): this {
     return this.add('GET', pattern, args as RouteArgs);
@@ -132,6 +165,7 @@ export class Router {
         this.mounts.push({ prefix, router: item });
       } else if (typeof item === 'function') {
         this.middleware.push({ prefix, handler: item as Handler });
+        (item as { [ON_USE]?: (router: Router, prefix: string) => void })[ON_USE]?.(this, prefix);
       } else {
         throw new SwitchboardError('ERR_INVALID_OPTION', 'use() takes middleware functions and routers');
       }
@@ -146,29 +180,48 @@ export class Router {
     return this;
   }
 
+  /**
+   * Add a lifecycle hook for every route of this router and of the
+   * routers mounted in it (`onRequest`, `preHandler`, `onSend`,
+   * `onResponse`, `onError`: see `http/hooks.ts` and docs/http.md).
+   * Hooks of a phase run in the order added, outer routers' first.
+   */
+  addHook<K extends HookName>(name: K, hook: HookTypes[K]): this {
+    checkHook(name, hook);
+    (this.hooks[name] as HookTypes[K][]).push(hook);
+    return this;
+  }
+
   /** @internal Whether any route was registered here or below. */
   get isEmpty(): boolean {
     return this.entries.length === 0 && this.mounts.every((m) => m.router.isEmpty);
   }
 
   /** @internal Flatten into `out`, under `prefix`, after the `outer` middleware and before the `outer` error handlers. */
-  compile(out: CompiledRoute[], prefix = '', outer: Middleware[] = [], outerErrors: ErrorHandler[] = [], depth = 0): CompiledRoute[] {
+  compile(out: CompiledRoute[], prefix = '', outer: Middleware[] = [], outerErrors: ErrorHandler[] = [], depth = 0, outerHooks?: RouteHooks): CompiledRoute[] {
     if (depth > 32) throw new SwitchboardError('ERR_INVALID_OPTION', 'routers are mounted in a cycle (or more than 32 deep)');
     const middleware = [...outer, ...this.middleware.map((m) => ({ prefix: prefix + m.prefix, handler: m.handler }))];
     const errors = this.errorHandler ? [this.errorHandler, ...outerErrors] : outerErrors;
+    const hooks = joinHooks(outerHooks, this.hooks);
     for (const entry of this.entries) {
       const pattern = joinPattern(prefix, entry.pattern);
+      const before = middleware.filter((m) => underPrefix(pattern, m.prefix)).map((m) => m.handler);
+      // Validation before the `preHandler` hooks, as in fastify.
+      if (entry.validate) before.push(entry.validate);
       out.push({
         method: entry.method,
         pattern,
         paramNames: paramNames(pattern),
-        handlers: [...middleware.filter((m) => underPrefix(pattern, m.prefix)).map((m) => m.handler), ...entry.handlers],
+        handlers: [...before, ...entry.handlers],
         errorHandlers: errors,
+        hooks,
+        handlersStart: before.length,
         bodyLimit: entry.options.bodyLimit,
+        schema: entry.options.schema,
       });
     }
     for (const mount of this.mounts) {
-      mount.router.compile(out, prefix + mount.prefix, middleware, errors, depth + 1);
+      mount.router.compile(out, prefix + mount.prefix, middleware, errors, depth + 1, hooks);
     }
     return out;
   }
@@ -189,7 +242,8 @@ export class Router {
     if (options.bodyLimit !== undefined && !(Number.isInteger(options.bodyLimit) && options.bodyLimit >= 0)) {
       throw new SwitchboardError('ERR_INVALID_OPTION', `bodyLimit must be a whole number of bytes, got ${String(options.bodyLimit)}`);
     }
-    this.entries.push({ method, pattern, handlers: handlers as Handler[], options });
+    const validate = options.schema === undefined ? undefined : compileRouteSchema(options.schema, `${method ?? 'ALL'} ${pattern}`);
+    this.entries.push({ method, pattern, handlers: handlers as Handler[], options, validate });
     return this;
   }
 }
@@ -219,4 +273,31 @@ export function paramNames(pattern: string): string[] {
     else if (segment === '*') names.push('*');
   }
   return names;
+}
+
+/**
+ * @internal The routes without the fallbacks (`FALLBACK`) that another
+ * route makes redundant, so that a fallback never collides with an app's
+ * own route at `listen`.
+ */
+export function withoutShadowedFallbacks(routes: CompiledRoute[]): CompiledRoute[] {
+  const isFallback = (route: CompiledRoute) => (route.handlers[route.handlers.length - 1] as { [FALLBACK]?: boolean } | undefined)?.[FALLBACK] === true;
+  if (!routes.some(isFallback)) return routes;
+  /** Pattern shapes (parameter names aside) to the methods they take ('' for all). */
+  const taken = new Map<string, Set<string>>();
+  const shape = (pattern: string) => pattern.replace(/\/:[^/]+/g, '/:');
+  const take = (route: CompiledRoute) => {
+    const key = shape(route.pattern);
+    let methods = taken.get(key);
+    if (!methods) taken.set(key, (methods = new Set()));
+    methods.add(route.method ?? '');
+  };
+  for (const route of routes) if (!isFallback(route)) take(route);
+  return routes.filter((route) => {
+    if (!isFallback(route)) return true;
+    const methods = taken.get(shape(route.pattern));
+    if (methods && (methods.has('') || methods.has(route.method ?? ''))) return false;
+    take(route);
+    return true;
+  });
 }

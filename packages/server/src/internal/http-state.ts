@@ -11,7 +11,7 @@
 import type { App } from '../app.js';
 import { HttpError } from '../http/http-error.js';
 import { runRoute } from '../http/pipeline.js';
-import { Request, type Peer } from '../http/request.js';
+import { BodyReader, Request, type Peer } from '../http/request.js';
 import { Response, type ResponseHost } from '../http/response.js';
 import { native } from '../native.js';
 import { RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE } from '../http/flags.js';
@@ -40,6 +40,12 @@ export class HttpState implements ConnectionState, ResponseHost {
   private readonly responses: Response[] = [];
   /** The request whose body pieces arrive now. */
   private receiving: Request | undefined;
+  /** Bodies begun on the connection (the native side numbers them the same way). */
+  private bodies = 0;
+  /** The number of each open request's body (-1: none), in the order of `requests`. */
+  private readonly bodyNumbers: number[] = [];
+  /** Reports consumed body bytes to the native side. */
+  private readonly consumed = (bytes: number): void => native.httpBodyConsumed(this.serverId, this.id, bytes);
 
   constructor(
     private readonly host: ConnectionHost,
@@ -64,7 +70,7 @@ export class HttpState implements ConnectionState, ResponseHost {
       route?.paramNames ?? [],
       event.params,
       this.peer,
-      hasBody,
+      hasBody ? new BodyReader(this.consumed) : undefined,
       event.flags & REQUEST_HTTP10 ? '1.0' : '1.1',
     );
     let flags = 0;
@@ -72,8 +78,10 @@ export class HttpState implements ConnectionState, ResponseHost {
     if (event.flags & REQUEST_HTTP10) flags |= RESPOND_HTTP10;
     if (event.method === HEAD) flags |= RESPOND_HEAD;
     const res = new Response(this, flags, this.responses.length === 0);
+    req.keyring = res.keyring = this.app.cookieKeyring;
     this.requests.push(req);
     this.responses.push(res);
+    this.bodyNumbers.push(hasBody ? this.bodies++ : -1);
     if (hasBody) this.receiving = req;
     if (!route) {
       // Routes are the same in every worker; a number out of range is a bug.
@@ -86,7 +94,7 @@ export class HttpState implements ConnectionState, ResponseHost {
   body(event: HttpBodyEvent): void {
     const req = this.receiving;
     if (!req) return;
-    req.body?.push(event.data, event.last);
+    req.bodyReader?.push(event.data, event.last);
     if (event.last) this.receiving = undefined;
   }
 
@@ -98,7 +106,7 @@ export class HttpState implements ConnectionState, ResponseHost {
     const colon = event.reason.indexOf(':');
     const code = colon > 0 ? event.reason.slice(0, colon) : 'ERR_HTTP_BAD_REQUEST';
     const message = colon > 0 ? event.reason.slice(colon + 1).trim() : event.reason;
-    req.body?.fail(new HttpError(event.status, code, message));
+    req.bodyReader?.fail(new HttpError(event.status, code, message));
     this.responses[this.requests.indexOf(req)]?.closeConnection();
   }
 
@@ -114,6 +122,7 @@ export class HttpState implements ConnectionState, ResponseHost {
     this.host.forget(this.id);
     const error = new HttpError(499, 'ERR_HTTP_CLIENT_GONE', `the connection closed (${event.code}${event.reason ? ` ${event.reason}` : ''})`);
     const requests = this.requests.splice(0);
+    this.bodyNumbers.length = 0;
     for (const res of this.responses.splice(0)) res.connectionClosed();
     for (const req of requests) req.aborted(error);
     this.receiving = undefined;
@@ -134,7 +143,11 @@ export class HttpState implements ConnectionState, ResponseHost {
     // Only the first response in line writes, so it is the one that ends.
     if (this.responses[0] !== response) return;
     this.responses.shift();
-    this.requests.shift();
+    const req = this.requests.shift()!;
+    const body = this.bodyNumbers.shift()!;
+    // A body the handler did not read to its end: what arrived counts as
+    // consumed, and the native side discards the rest.
+    if (req.bodyReader?.discard()) native.httpDiscardBody(this.serverId, this.id, body);
     this.responses[0]?.activate();
   }
 

@@ -111,7 +111,7 @@ impl Core {
         self.state = ReadState::Done;
         self.last_request = true;
         self.closing_when_idle = true;
-        self.ended = machine.connection.outbound.responses_ended(true);
+        self.refresh(machine, true);
         if self.in_flight() == 0 {
             self.close_now(machine);
         }

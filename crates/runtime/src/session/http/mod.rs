@@ -53,6 +53,18 @@ struct Core {
     /// ended as last read from the queue (wrapping counts).
     dispatched: u32,
     ended: u32,
+    /// Body bytes handed to the worker, and how many of them its handlers
+    /// consumed as last read from the queue, over the connection's life:
+    /// at most `body_window` apart (`outbound/http.rs`).
+    body_sent: u64,
+    body_consumed: u64,
+    /// A `100 Continue` owed once the responses to the first this many
+    /// requests ended (its request waits behind them).
+    continue_owed: Option<u32>,
+    /// Bodies begun (the one being read is number `bodies - 1`), and
+    /// whether its handler asked for the rest of it to be discarded.
+    bodies: u32,
+    discarding: bool,
     /// The worker heard `HTTP_OPEN`.
     opened: bool,
     remote: String,
@@ -97,6 +109,11 @@ impl HttpReader {
                 state: ReadState::Head,
                 dispatched: 0,
                 ended: 0,
+                body_sent: 0,
+                body_consumed: 0,
+                continue_owed: None,
+                bodies: 0,
+                discarding: false,
                 opened: false,
                 remote,
                 tls,
@@ -118,7 +135,7 @@ impl HttpReader {
     pub(super) fn wants_read(&self, machine: &Machine) -> bool {
         match self.core.state {
             ReadState::Held { .. } | ReadState::Done => false,
-            ReadState::Body(_) => true,
+            ReadState::Body(_) => !self.core.body_window_full(machine),
             ReadState::Head => {
                 !self.core.closing_when_idle
                     && self.core.in_flight() < machine.config().http.max_pipelined as u32
@@ -139,6 +156,7 @@ impl HttpReader {
             self.pending.extend_from_slice(bytes);
             self.resume(machine, now);
         }
+        self.core.await_if_blocked(machine);
     }
 
     /// Go on with what waits in `pending`.
@@ -162,13 +180,23 @@ impl HttpReader {
         let mut at = 0;
         loop {
             let core = &mut self.core;
+            if matches!(core.state, ReadState::Body(_)) {
+                if at == input.len() {
+                    return at;
+                }
+                if core.body_window_full(machine) {
+                    // The handler is behind: wait until it consumes more
+                    // (or discards the rest), reading nothing meanwhile.
+                    core.refresh(machine, true);
+                    if core.body_window_full(machine) {
+                        return at;
+                    }
+                }
+            }
             match &mut core.state {
                 ReadState::Done => return input.len(),
                 ReadState::Held { .. } => return at,
                 ReadState::Body(decoder) => {
-                    if at == input.len() {
-                        return at;
-                    }
                     let chunk = match decoder.decode(&input[at..]) {
                         Ok(chunk) => chunk,
                         Err(error) => {
@@ -178,12 +206,13 @@ impl HttpReader {
                         }
                     };
                     at += chunk.consumed;
-                    if !chunk.data.is_empty() || chunk.done {
+                    if (!chunk.data.is_empty() || chunk.done) && !core.discarding {
                         machine.queue().push(&Record::HttpBody {
                             id: machine.connection.id,
                             last: chunk.done,
                             data: chunk.data,
                         });
+                        core.body_sent += chunk.data.len() as u64;
                     }
                     if chunk.done {
                         core.request_read(now);
@@ -201,7 +230,7 @@ impl HttpReader {
                     }
                     let max_pipelined = machine.config().http.max_pipelined as u32;
                     if core.in_flight() >= max_pipelined {
-                        core.ended = machine.connection.outbound.responses_ended(true);
+                        core.refresh(machine, true);
                         if core.in_flight() >= max_pipelined {
                             return at;
                         }
@@ -230,17 +259,34 @@ impl HttpReader {
     pub(super) fn on_outbound(&mut self, machine: &mut Machine, now: Instant) -> bool {
         let could_read = self.wants_read(machine);
         let core = &mut self.core;
-        let waiting = match core.state {
-            ReadState::Held { .. } => true,
-            ReadState::Head | ReadState::Done => core.in_flight() > 0,
-            ReadState::Body(_) => false,
-        };
+        let waiting = core.continue_owed.is_some()
+            || match core.state {
+                ReadState::Held { .. } => true,
+                ReadState::Head | ReadState::Done => core.in_flight() > 0,
+                ReadState::Body(_) => core.body_window_full(machine),
+            };
         if !waiting {
             return false;
         }
-        core.ended = machine.connection.outbound.responses_ended(false);
+        core.refresh(machine, false);
         if core.in_flight() == 0 {
             core.idle_since = now;
+        }
+        if let Some(before) = core.continue_owed {
+            // Its turn: the responses before it ended. Past it (its own
+            // response ended already): a final status went instead.
+            let turn = core.ended == before;
+            if turn
+                || core.dispatched.wrapping_sub(core.ended) < core.dispatched.wrapping_sub(before)
+            {
+                core.continue_owed = None;
+                if turn {
+                    machine
+                        .connection
+                        .outbound
+                        .push_own_response(before, CONTINUE, false);
+                }
+            }
         }
         if let ReadState::Held { .. } = core.state {
             let ReadState::Held { response, close } =
@@ -254,9 +300,10 @@ impl HttpReader {
             core.close_now(machine);
             return false;
         }
-        if matches!(core.state, ReadState::Head) && !self.pending.is_empty() {
+        if matches!(core.state, ReadState::Head | ReadState::Body(_)) && !self.pending.is_empty() {
             self.resume(machine, now);
         }
+        self.core.await_if_blocked(machine);
         !could_read && self.wants_read(machine)
     }
 
@@ -273,7 +320,7 @@ impl HttpReader {
     pub(super) fn on_shutdown(&mut self, machine: &mut Machine) {
         let core = &mut self.core;
         core.closing_when_idle = true;
-        core.ended = machine.connection.outbound.responses_ended(true);
+        core.refresh(machine, true);
         if matches!(core.state, ReadState::Head) && core.in_flight() == 0 {
             core.close_now(machine);
         }
@@ -312,7 +359,7 @@ impl HttpReader {
                     core.refuse(machine, failure.status, &failure.reason());
                 }
                 None if now >= core.idle_since + keep_alive => {
-                    core.ended = machine.connection.outbound.responses_ended(false);
+                    core.refresh(machine, false);
                     if core.in_flight() > 0 {
                         // Still answering (or the ends were not read yet):
                         // idle counts from now.
@@ -333,6 +380,39 @@ impl Core {
         self.dispatched.wrapping_sub(self.ended)
     }
 
+    /// Read where the handlers are (responses ended, body consumed, a
+    /// discard asked for); with `await_next` the next change wakes us.
+    fn refresh(&mut self, machine: &Machine, await_next: bool) {
+        let progress = machine.connection.outbound.http_progress(await_next);
+        self.ended = progress.responses_ended;
+        self.body_consumed = progress.body_consumed;
+        let current = self.bodies.wrapping_sub(1);
+        if matches!(self.state, ReadState::Body(_)) && progress.discard_body == Some(current) {
+            self.discarding = true;
+        }
+    }
+
+    /// Reading stops (`wants_read`) while the handlers hold `max_pipelined`
+    /// requests or a body is a window ahead of its handler: then the next
+    /// change of theirs must wake us, whether or not input is waiting.
+    fn await_if_blocked(&mut self, machine: &Machine) {
+        let blocked = match self.state {
+            ReadState::Body(_) => self.body_window_full(machine),
+            ReadState::Head => self.in_flight() >= machine.config().http.max_pipelined as u32,
+            ReadState::Held { .. } | ReadState::Done => false,
+        };
+        if blocked {
+            self.refresh(machine, true);
+        }
+    }
+
+    /// Whether the body being read is a window ahead of its handler.
+    fn body_window_full(&self, machine: &Machine) -> bool {
+        !self.discarding
+            && self.body_sent.saturating_sub(self.body_consumed)
+                >= machine.config().http.body_window as u64
+    }
+
     /// A request's head and body are read: the next head may come.
     fn request_read(&mut self, now: Instant) {
         self.head_started = None;
@@ -346,7 +426,13 @@ impl Core {
 
     fn on_request(&mut self, machine: &mut Machine, head: &RequestHead<'_, '_>, now: Instant) {
         stats::add(&machine.server.stats.http_requests, 1);
-        let keep_alive = head.keep_alive && !self.closing_when_idle;
+        // A request that asked to switch protocols is the connection's last
+        // even when served as plain HTTP (RFC 9110 §7.8 lets a server
+        // ignore an Upgrade it does not speak): a front end that tunnels
+        // after forwarding an Upgrade, without waiting for a 101, would
+        // otherwise pass whatever follows straight to us (h2c smuggling).
+        // llhttp stops reading there too.
+        let keep_alive = head.keep_alive && !head.upgrade && !self.closing_when_idle;
         self.last_request = !keep_alive;
         let server = machine.server.clone();
         let mut params = recycle(std::mem::take(&mut self.params));
@@ -374,14 +460,16 @@ impl Core {
                     }
                 };
                 if head.expect_continue && decoder.is_some() {
-                    // Only when nothing is in flight: a `100` between two
-                    // responses would break their order. A client that
-                    // pipelines behind an `Expect` sends its body after
-                    // its own timeout anyway.
-                    machine
-                        .connection
-                        .outbound
-                        .push_own_response(self.dispatched, CONTINUE, false);
+                    // RFC 9110 §10.1.1: an immediate `100` (the route
+                    // exists and the declared body fits). Behind responses
+                    // still owed it would break their order: it is owed
+                    // until they ended, unless this request's own final
+                    // response comes first.
+                    let before = self.dispatched;
+                    let outbound = &machine.connection.outbound;
+                    if !outbound.push_own_response(before, CONTINUE, false) {
+                        self.continue_owed = Some(before);
+                    }
                 }
                 let id = machine.connection.id;
                 if !self.opened {
@@ -414,7 +502,11 @@ impl Core {
                 });
                 self.dispatched = self.dispatched.wrapping_add(1);
                 match decoder {
-                    Some(decoder) => self.state = ReadState::Body(decoder),
+                    Some(decoder) => {
+                        self.bodies = self.bodies.wrapping_add(1);
+                        self.discarding = false;
+                        self.state = ReadState::Body(decoder);
+                    }
                     None => self.request_read(now),
                 }
             }

@@ -238,3 +238,110 @@ fn bodies_cross_in_pieces_as_they_arrive() {
     h.feed(b"\r\n", 4);
     assert_eq!(h.events(), ["request 0 /upload? [] flags 1"]);
 }
+
+#[test]
+fn a_body_goes_no_further_than_a_window_ahead_of_its_handler() {
+    let mut h = http(&[("POST", "/upload")], |c| c.http.body_window = 8);
+    h.feed(
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n0123456789",
+        1,
+    );
+    assert_eq!(
+        h.events(),
+        [
+            "http-open",
+            "request 0 /upload? [] flags 5",
+            "body 0123456789 false"
+        ]
+    );
+    assert!(
+        !h.session.wants_read(),
+        "ten bytes handed over, none consumed"
+    );
+    h.feed(b"abcdefghij", 2);
+    assert!(h.events().is_empty(), "the rest waits");
+    h.session.connection().outbound.body_consumed(4);
+    // Six bytes ahead is below the window: what waited goes on.
+    assert!(h.turn(3), "reading resumes");
+    assert_eq!(h.events(), ["body abcdefghij true"]);
+}
+
+#[test]
+fn a_body_its_handler_did_not_read_is_discarded() {
+    let mut h = http(&[("POST", "/upload")], |c| c.http.body_window = 8);
+    let mut bytes = b"POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 30\r\n\r\n".to_vec();
+    bytes.extend_from_slice(&[b'x'; 10]);
+    h.feed(&bytes, 1);
+    let mut rest = vec![b'y'; 20];
+    rest.extend_from_slice(b"POST /upload HTTP/1.1\r\nHost: a\r\n\r\n");
+    h.feed(&rest, 1);
+    assert_eq!(h.events().len(), 3, "open, request, the first piece");
+    // The handler answers without reading: the rest is discarded.
+    answer(&h, "no thanks", true);
+    h.session.connection().outbound.discard_body(0);
+    h.turn(2);
+    assert_eq!(
+        h.events(),
+        ["request 0 /upload? [] flags 1"],
+        "no more of the body reached the worker; the next request did"
+    );
+    assert_eq!(h.responses(), ["HTTP/1.1 200 OK | no thanks"]);
+}
+
+#[test]
+fn a_body_that_fills_the_window_as_its_input_ends_is_woken_by_the_next_consumption() {
+    // The window fills exactly with the last byte read: nothing waits in
+    // the input, yet the next consumption must wake the connection, or it
+    // would never read again.
+    let mut h = http(&[("POST", "/upload")], |c| c.http.body_window = 8);
+    h.feed(
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n01234567",
+        1,
+    );
+    assert!(!h.session.wants_read());
+    let outbound = &h.session.connection().outbound;
+    assert!(
+        outbound.http_awaited(),
+        "the next consumption wakes the I/O thread"
+    );
+    outbound.body_consumed(8);
+    assert!(
+        !outbound.http_awaited(),
+        "it did: the wake-up spent the flag"
+    );
+    assert!(h.turn(2), "reading resumes");
+    assert!(h.session.wants_read());
+}
+
+#[test]
+fn an_expected_continue_behind_a_pending_response_goes_out_once_it_ended() {
+    let mut h = http(&[("GET", "/users/:id"), ("POST", "/upload")], |_| {});
+    let mut bytes = GET_USER.to_vec();
+    bytes.extend_from_slice(
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n",
+    );
+    h.feed(&bytes, 1);
+    h.turn(1);
+    assert!(h.wire.is_empty(), "no 100 before the first response");
+    answer(&h, "user 42", true);
+    h.turn(2);
+    let wire = String::from_utf8_lossy(&h.wire).into_owned();
+    assert!(
+        wire.ends_with("user 42HTTP/1.1 100 Continue\r\n\r\n"),
+        "the 100 follows the response before it: {wire:?}"
+    );
+}
+
+#[test]
+fn a_request_that_asked_to_upgrade_is_the_last_one_read() {
+    let mut h = http(&[("GET", "/users/:id")], |_| {});
+    let mut bytes =
+        b"GET /users/1 HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n".to_vec();
+    bytes.extend_from_slice(GET_USER);
+    h.feed(&bytes, 1);
+    assert_eq!(
+        h.events(),
+        ["http-open", "request 0 /users/1? [\"1\"] flags 0"],
+        "served as plain HTTP without keep-alive; what followed was not read"
+    );
+}
