@@ -14,6 +14,7 @@ import type { HookName, HookTypes } from './http/hooks.js';
 import { DEFAULT_INJECT_LIMITS, Injector, type InjectLimits, type InjectOptions, type InjectResponse } from './http/inject.js';
 import { Router, withoutShadowedFallbacks, type CompiledRoute, type ErrorHandler, type Handler, type HttpRouteOptions } from './http/router.js';
 import { CookieKeyring, type CookieSecrets } from './http/cookies.js';
+import { trustTest, type TrustProxy, type TrustTest } from './http/proxy.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
 export interface UpgradeRequest {
@@ -154,6 +155,25 @@ export class App extends Operations {
     this.router.use(...args);
     return this;
   }
+  /** Answer what no route takes (see `Router.setNotFoundHandler`). */
+  setNotFoundHandler(handler: Handler): this {
+    this.router.setNotFoundHandler(handler);
+    return this;
+  }
+
+  /**
+   * Believe `X-Forwarded-For`, `-Proto` and `-Host` from the proxies in
+   * front of the server, for `req.ip`, `req.protocol` and `req.hostname`:
+   * `true` (every hop), a number of hops nearest the server, or the
+   * proxies' addresses. Default false: a client can write these headers.
+   */
+  set trustProxy(trust: TrustProxy) {
+    this.trustProxyTest = trustTest(trust);
+  }
+
+  /** @internal */
+  trustProxyTest: TrustTest | undefined;
+
   /** Handle the errors the routes' handlers raise (see `Router.setErrorHandler`). */
   setErrorHandler(handler: ErrorHandler): this {
     this.router.setErrorHandler(handler);

@@ -64,6 +64,7 @@ export {
   type Stats,
 } from './operations.js';
 export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, StaticResponse } from './options.js';
+export type { TrustProxy } from './http/proxy.js';
 export {
   RpcService,
   type RpcCall,

@@ -396,3 +396,56 @@ test('curl speaks to it: GET, POST with a body, HEAD, keep-alive across two URLs
   const { stderr } = await run('curl', ['-sS', '-v', `${base}/hello`, `${base}/hello`]);
   assert.match(stderr, /Re-using existing connection|Reusing existing connection/, 'curl reused the connection');
 });
+
+test('not-found handlers per router answer what no route takes under their prefix', async (t) => {
+  const api = new Router();
+  api.get('/items', (req, res) => res.send('items'));
+  api.setNotFoundHandler((req, res) => res.status(404).json({ error: { code: 'API_NOT_FOUND', path: req.path } }));
+  const { server, base } = await start((app) => {
+    app.use((req, res, next) => {
+      res.header('X-Seen', 'global');
+      next();
+    });
+    app.use('/api', api);
+    app.get('/page', (req, res) => res.send('page'));
+  });
+  t.after(() => server.close({ drainTimeout: 500 }));
+
+  assert.equal(await (await fetch(`${base}/api/items`)).text(), 'items');
+  const missing = await fetch(`${base}/api/nothing/here`);
+  assert.equal(missing.status, 404);
+  assert.equal(missing.headers.get('x-seen'), 'global', 'after the middleware, like a route');
+  assert.deepEqual(await missing.json(), { error: { code: 'API_NOT_FOUND', path: '/api/nothing/here' } });
+  const prefix = await fetch(`${base}/api`);
+  assert.equal((await prefix.json()).error.code, 'API_NOT_FOUND', 'the prefix itself too');
+  // Outside the prefix the core answers as before.
+  const outside = await fetch(`${base}/elsewhere`);
+  assert.equal(outside.status, 404);
+  assert.match(await outside.text(), /ERR_HTTP_NOT_FOUND/);
+  assert.equal(await (await fetch(`${base}/page`)).text(), 'page');
+});
+
+test('trustProxy: req.ip, protocol and hostname from the forwarded headers of trusted hops only', async (t) => {
+  const seen = (req) => ({ ip: req.ip, protocol: req.protocol, hostname: req.hostname });
+  const { server: plain, base: plainBase } = await start((app) => app.get('/who', seen));
+  t.after(() => plain.close({ drainTimeout: 500 }));
+  const forwarded = { 'x-forwarded-for': '203.0.113.7, 10.0.0.2', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'example.org' };
+  assert.deepEqual(await (await fetch(`${plainBase}/who`, { headers: forwarded })).json(), { ip: '127.0.0.1', protocol: 'http', hostname: '127.0.0.1' }, 'not trusted by default');
+
+  const { server: one, base: oneBase } = await start((app) => {
+    app.trustProxy = 1;
+    app.get('/who', seen);
+  });
+  t.after(() => one.close({ drainTimeout: 500 }));
+  assert.deepEqual(await (await fetch(`${oneBase}/who`, { headers: forwarded })).json(), { ip: '10.0.0.2', protocol: 'https', hostname: 'example.org' }, 'one hop: the nearest forwarded address');
+
+  const { server: listed, base: listedBase } = await start((app) => {
+    app.trustProxy = ['127.0.0.1', '10.0.0.2'];
+    app.get('/who', seen);
+  });
+  t.after(() => listed.close({ drainTimeout: 500 }));
+  assert.equal((await (await fetch(`${listedBase}/who`, { headers: forwarded })).json()).ip, '203.0.113.7', 'both proxies trusted: the client');
+  assert.throws(() => {
+    new Server({ workers: 0 }).app.trustProxy = -1;
+  }, /ERR_INVALID_OPTION/);
+});

@@ -10,12 +10,15 @@ import { readMultipart, readMultipartAll, type MultipartForm, type MultipartOpti
 import { parseCookies, type CookieKeyring, type UnsignedCookie } from './cookies.js';
 import type { HttpMethod } from '../internal/events.js';
 import type { TlsInfo } from '../tls.js';
+import { clientAddress, firstValue, type TrustTest } from './proxy.js';
 
 /** What the connection knows of its peer, shared by its requests. */
 export interface Peer {
   /** `ip:port` as the native side formats it (`[v6]:port` for IPv6). */
   readonly remoteAddress: string;
   readonly tls: TlsInfo | undefined;
+  /** `app.trustProxy`, when set: which forwarded hops to believe. */
+  readonly trustProxy?: TrustTest | undefined;
 }
 
 /**
@@ -258,7 +261,9 @@ export class Request<Params extends Record<string, string> = Record<string, stri
     const address = this.peer.remoteAddress;
     const colon = address.lastIndexOf(':');
     const host = colon < 0 ? address : address.slice(0, colon);
-    return host.startsWith('[') ? host.slice(1, -1) : host;
+    const ip = host.startsWith('[') ? host.slice(1, -1) : host;
+    const trust = this.peer.trustProxy;
+    return trust ? clientAddress(ip, this.headers['x-forwarded-for'], trust) : ip;
   }
 
   /** The peer's `ip:port`. */
@@ -268,6 +273,10 @@ export class Request<Params extends Record<string, string> = Record<string, stri
 
   /** `'https'` on a TLS listener, else `'http'`. */
   get protocol(): 'http' | 'https' {
+    if (this.peer.trustProxy && this.trustsPeer()) {
+      const forwarded = firstValue(this.headers['x-forwarded-proto'])?.toLowerCase();
+      if (forwarded === 'https' || forwarded === 'http') return forwarded;
+    }
     return this.peer.tls ? 'https' : 'http';
   }
 
@@ -278,10 +287,19 @@ export class Request<Params extends Record<string, string> = Record<string, stri
 
   /** The `Host` header without its port. */
   get hostname(): string {
-    const host = this.headers.host ?? '';
+    const forwarded = this.peer.trustProxy && this.trustsPeer() ? firstValue(this.headers['x-forwarded-host']) : undefined;
+    const host = forwarded ?? this.headers.host ?? '';
     if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
     const colon = host.indexOf(':');
     return colon < 0 ? host : host.slice(0, colon);
+  }
+
+  /** Whether the socket's peer is a trusted proxy (`app.trustProxy`). */
+  private trustsPeer(): boolean {
+    const address = this.peer.remoteAddress;
+    const colon = address.lastIndexOf(':');
+    const host = colon < 0 ? address : address.slice(0, colon);
+    return this.peer.trustProxy?.(host.startsWith('[') ? host.slice(1, -1) : host, 0) ?? false;
   }
 
   /** Fires when the client goes away before the response is complete. */

@@ -101,6 +101,7 @@ export class Router {
   private readonly middleware: Middleware[] = [];
   private readonly mounts: { prefix: string; router: Router }[] = [];
   private errorHandler: ErrorHandler | undefined;
+  private notFound: Handler | undefined;
   private readonly hooks = noHooks();
 
   get<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: [HttpRouteOptions, ...Handler<P>[]] | Handler<P>[]): this {
@@ -181,6 +182,19 @@ export class Router {
   }
 
   /**
+   * Answer the requests under this router's prefix that no route takes
+   * (instead of the core's 404): after the router's middleware, like a
+   * route. It is a catch-all for every method under the prefix, so a
+   * method a path does not have reaches it too (instead of a 405), as in
+   * fastify. Without one, the core answers 404 itself.
+   */
+  setNotFoundHandler(handler: Handler): this {
+    if (typeof handler !== 'function') throw new SwitchboardError('ERR_INVALID_OPTION', 'a not-found handler must be a function');
+    this.notFound = handler;
+    return this;
+  }
+
+  /**
    * Add a lifecycle hook for every route of this router and of the
    * routers mounted in it (`onRequest`, `preHandler`, `onSend`,
    * `onResponse`, `onError`: see `http/hooks.ts` and docs/http.md).
@@ -222,6 +236,26 @@ export class Router {
     }
     for (const mount of this.mounts) {
       mount.router.compile(out, prefix + mount.prefix, middleware, errors, depth + 1, hooks);
+    }
+    if (this.notFound) {
+      // Catch-alls under the prefix (and the prefix itself), as fallbacks:
+      // an app's own route of the same shape and method takes precedence.
+      const handler = this.notFound;
+      const fallback = Object.assign((req: Request, res: Response, next: (error?: unknown) => void) => handler(req, res, next), { [FALLBACK]: true });
+      for (const pattern of prefix === '' ? ['/*'] : [prefix, `${prefix}/*`]) {
+        const before = middleware.filter((m) => underPrefix(pattern, m.prefix)).map((m) => m.handler);
+        out.push({
+          method: undefined,
+          pattern,
+          paramNames: paramNames(pattern),
+          handlers: [...before, fallback],
+          errorHandlers: errors,
+          hooks,
+          handlersStart: before.length,
+          bodyLimit: undefined,
+          schema: undefined,
+        });
+      }
     }
     return out;
   }

@@ -54,7 +54,7 @@ export class HttpState implements ConnectionState, ResponseHost {
     event: HttpOpenEvent,
   ) {
     this.id = event.id;
-    this.peer = { remoteAddress: event.remoteAddress, tls: tlsInfo(event.tls) };
+    this.peer = { remoteAddress: event.remoteAddress, tls: tlsInfo(event.tls), trustProxy: app.trustProxyTest };
   }
 
   request(event: HttpRequestEvent): void {
