@@ -134,9 +134,11 @@ for (const transport of ['tcp', 'ws']) {
     const state = { started: 0, finished: 0 };
     const rpc = await startServer(setup(state));
     try {
+      let clientStarted = 0;
       const client = await rpc.connect(transport, {
         handlers: {
           'client.slow': async (ms) => {
+            clientStarted++;
             await sleep(ms);
             return `client waited ${ms}`;
           },
@@ -147,6 +149,10 @@ for (const transport of ['tcp', 'ws']) {
       await until(() => state.started === 1 && rpc.connections.size === 1, 'the calls start');
       const [connection] = rpc.connections.values();
       await until(() => connection.stats().pendingCalls === 1, 'the server calls the client');
+      // The server's call must have reached the client before its GO_AWAY:
+      // the GO_AWAY's last call id covers only the calls the client saw,
+      // and one still on the wire is refused with ERR_GOING_AWAY (§8).
+      await until(() => clientStarted === 1, "the client's handler starts");
       await client.close();
       assert.deepEqual(await ours, { value: 'server done' });
       assert.deepEqual(await theirs, { value: 'client waited 150' });

@@ -329,7 +329,7 @@ impl Outbound {
     /// [`releases`]: Outbound::release
     pub fn take(&self, into: &mut VecDeque<OutItem>) -> Taken {
         let mut state = self.state.lock();
-        state.writer = Writer::IoThread;
+        state.writer = Writer::IO_THREAD;
         if into.is_empty() {
             *into = std::mem::take(&mut state.items);
         } else {
@@ -348,7 +348,7 @@ impl Outbound {
     pub fn close(&self) {
         let mut state = self.state.lock();
         state.closed = true;
-        state.writer = Writer::IoThread;
+        state.writer = Writer::IO_THREAD;
         self.discard(&mut state);
     }
 
