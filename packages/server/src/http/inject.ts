@@ -224,7 +224,7 @@ function run(route: CompiledRoute, params: string[], request: Prepared, report: 
       batch,
       0,
       batch.length,
-      route.paramNames,
+      route.buildParams,
       params,
       { remoteAddress: request.remoteAddress, tls: undefined },
       reader,

@@ -154,7 +154,7 @@ export class Request<Params extends Record<string, string> = Record<string, stri
     headerBatch: Buffer,
     private readonly headersStart: number,
     private readonly headersEnd: number,
-    private readonly paramNames: readonly string[],
+    private readonly buildParams: ParamsBuilder,
     private readonly rawParams: readonly string[],
     private readonly peer: Peer,
     /** The body's reader, when the request has one. */
@@ -180,15 +180,7 @@ export class Request<Params extends Record<string, string> = Record<string, stri
 
   /** Path parameters, percent-decoded (a malformed escape stays as sent). */
   get params(): Params {
-    if (this.decodedParams === undefined) {
-      const params: Record<string, string> = {};
-      for (let i = 0; i < this.paramNames.length; i++) {
-        const raw = this.rawParams[i] ?? '';
-        params[this.paramNames[i]!] = raw.includes('%') ? safeDecode(raw) : raw;
-      }
-      this.decodedParams = params as Params;
-    }
-    return this.decodedParams;
+    return (this.decodedParams ??= this.buildParams(this.rawParams) as Params);
   }
 
   /**
@@ -383,12 +375,37 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   }
 }
 
-function safeDecode(raw: string): string {
+/** A route's parameters object from the raw values (`paramsBuilder`). */
+export type ParamsBuilder = (raw: readonly string[]) => Record<string, string>;
+
+/** A raw parameter, percent-decoded (a malformed escape stays as sent). */
+function decodeParam(raw: string | undefined): string {
+  if (raw === undefined) return '';
+  if (!raw.includes('%')) return raw;
   try {
     return decodeURIComponent(raw);
   } catch {
     return raw;
   }
+}
+
+const NO_PARAMS: ParamsBuilder = () => ({});
+
+/**
+ * The parameters' builder of a route with these names: a function made
+ * for the route (its object literal has the names as keys), so every
+ * request of a route builds an object of one shape without a keyed store
+ * per name. Names are the router's `[A-Za-z0-9_]+` and `*`; computed keys,
+ * so that `__proto__` is a parameter like any other.
+ */
+export function paramsBuilder(names: readonly string[]): ParamsBuilder {
+  if (names.length === 0) return NO_PARAMS;
+  for (const name of names) {
+    if (!/^([A-Za-z0-9_]+|\*)$/.test(name)) throw new Error(`ERR_INTERNAL: not a parameter name: ${JSON.stringify(name)}`);
+  }
+  const fields = names.map((name, i) => `[${JSON.stringify(name)}]: decode(raw[${i}])`).join(', ');
+  const make = new Function('decode', `return (raw) => ({ ${fields} });`) as (decode: typeof decodeParam) => ParamsBuilder;
+  return make(decodeParam);
 }
 
 /** The header lines of a request head (already validated natively), as latin1 text. */

@@ -9,7 +9,7 @@
  */
 import { SwitchboardError } from '../errors.js';
 import { checkHook, joinHooks, noHooks, type HookName, type HookTypes, type RouteHooks } from './hooks.js';
-import type { Request } from './request.js';
+import { paramsBuilder, type ParamsBuilder, type Request } from './request.js';
 import type { Response } from './response.js';
 import { compileRouteSchema, type RouteSchema } from './validation.js';
 
@@ -66,6 +66,8 @@ export interface CompiledRoute {
   method: RouteMethod | undefined;
   pattern: string;
   paramNames: string[];
+  /** Builds `req.params` from the raw values (see `paramsBuilder`). */
+  buildParams: ParamsBuilder;
   /** Middleware (outermost router first), then the route's handlers. */
   handlers: Handler[];
   /** Innermost router's first. */
@@ -226,6 +228,7 @@ export class Router {
         method: entry.method,
         pattern,
         paramNames: paramNames(pattern),
+        buildParams: paramsBuilder(paramNames(pattern)),
         handlers: [...before, ...entry.handlers],
         errorHandlers: errors,
         hooks,
@@ -248,6 +251,7 @@ export class Router {
           method: undefined,
           pattern,
           paramNames: paramNames(pattern),
+          buildParams: paramsBuilder(paramNames(pattern)),
           handlers: [...before, fallback],
           errorHandlers: errors,
           hooks,

@@ -67,7 +67,7 @@ export class HttpState implements ConnectionState, ResponseHost {
       event.batch,
       event.headersStart,
       event.headersEnd,
-      route?.paramNames ?? [],
+      route?.buildParams ?? (() => ({})),
       event.params,
       this.peer,
       hasBody ? new BodyReader(this.consumed) : undefined,
