@@ -96,9 +96,7 @@ impl Outbound {
         stats: &Stats,
     ) -> Option<(SendStatus, bool)> {
         let mut state = self.state.lock();
-        let Some(fd) = state.writer.fd() else {
-            return None;
-        };
+        let fd = state.writer.fd()?;
         let len = head.len() + payload.len();
         if let Err(refused) = self.admit(&mut state, len, false) {
             return Some((refused, false));
