@@ -30,8 +30,7 @@ export default defineApp((app) => {
     res.type('application/octet-stream').send(await req.buffer());
   });
 
-  // Files served natively by the core (`app.static`) are the HTTP layer's
-  // next step; until the API exists the static scenarios fail for
-  // Switchboard (404), and are reported as such.
-  if (typeof app.static === 'function') app.static('/static', { root: process.env.STATIC_DIR });
+  // Files served natively by the core: the I/O threads read and send them,
+  // no JavaScript runs per request (docs/http.md, "Static files").
+  app.static('/static', { root: process.env.STATIC_DIR });
 });

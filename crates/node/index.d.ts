@@ -141,6 +141,19 @@ export interface HeaderOptions {
 export declare function httpBodyConsumed(server: number, connection: number, bytes: number): void
 
 /**
+ * Response compression (`http.compression` in TypeScript; `false` there
+ * is `enabled: false` here).
+ */
+export interface HttpCompressionOptions {
+  enabled?: boolean
+  threshold?: number
+  /** gzip level, 0..=9. */
+  gzipLevel?: number
+  /** Brotli quality, 0..=11. */
+  brotliQuality?: number
+}
+
+/**
  * The handler of body number `body` of HTTP connection `connection`
  * answered without reading all of it: the core discards the rest.
  */
@@ -156,6 +169,7 @@ export interface HttpOptions {
   maxPipelined?: number
   bodyWindow?: number
   maxBackpressure?: number
+  compression?: HttpCompressionOptions
 }
 
 /** One HTTP route (`app.get(pattern, ...)` and the other methods). */
@@ -228,6 +242,7 @@ export interface ServerOptions {
   routes: Array<RouteOptions>
   staticRoutes?: Array<StaticRouteOptions>
   httpRoutes?: Array<HttpRouteOptions>
+  staticDirs?: Array<StaticDirOptions>
   http?: HttpOptions
   workers: number
   ioThreads?: number
@@ -246,6 +261,23 @@ export interface SniCertificate {
   servername: string
   cert: Buffer
   key: Buffer
+}
+
+/** A directory served natively (`app.static(prefix, options)`). */
+export interface StaticDirOptions {
+  /** `/static`, or `/`; no trailing slash otherwise. */
+  prefix: string
+  /** The directory (resolved again here to its real path). */
+  root: string
+  /** The file served for a directory; `""`: none. */
+  index?: string
+  /** `Cache-Control: max-age`, in seconds; 0: `no-cache`. */
+  maxAge?: number
+  immutable?: boolean
+  precompressed?: boolean
+  /** `"ignore"` (default) or `"allow"`. */
+  dotfiles?: string
+  fallthrough?: boolean
 }
 
 /** A fixed response to `GET path`. */

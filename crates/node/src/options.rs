@@ -10,7 +10,8 @@ use napi_derive::napi;
 use switchboard_proto::rpc::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
 use switchboard_runtime::{
-    HttpRouteConfig, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticRoute,
+    CompressionConfig, DotFiles, HttpRouteConfig, RouteConfig, RpcConfig, ServerConfig,
+    SlowConsumerPolicy, StaticDirConfig, StaticRoute,
 };
 
 /// permessage-deflate options of a route.
@@ -54,6 +55,24 @@ pub struct StaticRouteOptions {
     pub headers: Option<Vec<HeaderOptions>>,
 }
 
+/// A directory served natively (`app.static(prefix, options)`).
+#[napi(object)]
+pub struct StaticDirOptions {
+    /// `/static`, or `/`; no trailing slash otherwise.
+    pub prefix: String,
+    /// The directory (resolved again here to its real path).
+    pub root: String,
+    /// The file served for a directory; `""`: none.
+    pub index: Option<String>,
+    /// `Cache-Control: max-age`, in seconds; 0: `no-cache`.
+    pub max_age: Option<u32>,
+    pub immutable: Option<bool>,
+    pub precompressed: Option<bool>,
+    /// `"ignore"` (default) or `"allow"`.
+    pub dotfiles: Option<String>,
+    pub fallthrough: Option<bool>,
+}
+
 /// One HTTP route (`app.get(pattern, ...)` and the other methods).
 #[napi(object)]
 pub struct HttpRouteOptions {
@@ -75,6 +94,19 @@ pub struct HttpOptions {
     pub max_pipelined: Option<u32>,
     pub body_window: Option<u32>,
     pub max_backpressure: Option<u32>,
+    pub compression: Option<HttpCompressionOptions>,
+}
+
+/// Response compression (`http.compression` in TypeScript; `false` there
+/// is `enabled: false` here).
+#[napi(object)]
+pub struct HttpCompressionOptions {
+    pub enabled: Option<bool>,
+    pub threshold: Option<u32>,
+    /// gzip level, 0..=9.
+    pub gzip_level: Option<u32>,
+    /// Brotli quality, 0..=11.
+    pub brotli_quality: Option<u32>,
 }
 
 /// One response header.
@@ -90,6 +122,7 @@ pub struct ServerOptions {
     pub routes: Vec<RouteOptions>,
     pub static_routes: Option<Vec<StaticRouteOptions>>,
     pub http_routes: Option<Vec<HttpRouteOptions>>,
+    pub static_dirs: Option<Vec<StaticDirOptions>>,
     pub http: Option<HttpOptions>,
     pub workers: u32,
     pub io_threads: Option<u32>,
@@ -231,6 +264,53 @@ fn static_route(options: StaticRouteOptions) -> Result<StaticRoute> {
     })
 }
 
+/// A served directory, its root resolved to a real path (symbolic links
+/// followed): files are served only from inside it.
+fn static_dir(options: StaticDirOptions) -> Result<StaticDirConfig> {
+    let root = std::fs::canonicalize(&options.root)
+        .ok()
+        .filter(|root| root.is_dir())
+        .ok_or_else(|| {
+            invalid(format!(
+                "ERR_INVALID_OPTION: static {}: root {:?} is not a directory",
+                options.prefix, options.root
+            ))
+        })?;
+    let mut dir = StaticDirConfig::new(options.prefix, root);
+    if let Some(index) = options.index {
+        if index.contains(['/', '\\', '\0']) || index == "." || index == ".." {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: static {}: index must be a file name, got {index:?}",
+                dir.prefix
+            )));
+        }
+        dir.index = (!index.is_empty()).then_some(index);
+    }
+    if let Some(v) = options.max_age {
+        dir.max_age = v;
+    }
+    if let Some(v) = options.immutable {
+        dir.immutable = v;
+    }
+    if let Some(v) = options.precompressed {
+        dir.precompressed = v;
+    }
+    dir.dotfiles = match options.dotfiles.as_deref() {
+        None | Some("ignore") => DotFiles::Ignore,
+        Some("allow") => DotFiles::Allow,
+        Some(other) => {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: static {}: dotfiles must be \"ignore\" or \"allow\", got {other:?}",
+                dir.prefix
+            )))
+        }
+    };
+    if let Some(v) = options.fallthrough {
+        dir.fallthrough = v;
+    }
+    Ok(dir)
+}
+
 fn invalid(message: String) -> Error {
     Error::new(Status::InvalidArg, message)
 }
@@ -351,6 +431,33 @@ fn rpc(options: RpcOptions) -> Result<RpcConfig> {
 }
 
 /// A byte count JavaScript passes as a number (limits may pass 4 GiB).
+fn http_compression(options: HttpCompressionOptions) -> Result<Option<CompressionConfig>> {
+    if options.enabled == Some(false) {
+        return Ok(None);
+    }
+    let mut config = CompressionConfig::default();
+    if let Some(v) = options.threshold {
+        config.threshold = v as usize;
+    }
+    if let Some(v) = options.gzip_level {
+        if v > 9 {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: http.compression.level must be 0..9, got {v}"
+            )));
+        }
+        config.gzip_level = v;
+    }
+    if let Some(v) = options.brotli_quality {
+        if v > 11 {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: http.compression.brotliQuality must be 0..11, got {v}"
+            )));
+        }
+        config.brotli_quality = v;
+    }
+    Ok(Some(config))
+}
+
 fn byte_count(v: f64) -> Result<u64> {
     if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
         Ok(v as u64)
@@ -371,6 +478,9 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     }
     for s in options.static_routes.unwrap_or_default() {
         config.static_routes.push(static_route(s)?);
+    }
+    for d in options.static_dirs.unwrap_or_default() {
+        config.static_dirs.push(static_dir(d)?);
     }
     for r in options.http_routes.unwrap_or_default() {
         config.http_routes.push(HttpRouteConfig {
@@ -404,6 +514,9 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
         }
         if let Some(v) = http.max_backpressure {
             c.max_backpressure = v as usize;
+        }
+        if let Some(v) = http.compression {
+            c.compression = http_compression(v)?;
         }
     }
     if let Some(v) = options.io_threads {

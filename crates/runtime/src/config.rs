@@ -104,6 +104,66 @@ pub struct StaticRoute {
     pub headers: Vec<(String, String)>,
 }
 
+/// Whether a static directory serves names that start with a dot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DotFiles {
+    /// A path with a segment starting with `.` is not found (404): `.git`,
+    /// `.env` and the like are never served by accident.
+    Ignore,
+    /// Served like any other name (`.well-known/`).
+    Allow,
+}
+
+/// A directory whose files the I/O threads serve (`app.static(prefix,
+/// options)`): GET and HEAD on `<prefix>/*`, and `<prefix>` itself, which
+/// redirects to `<prefix>/`. See `session/http/files.rs`.
+#[derive(Clone, Debug)]
+pub struct StaticDirConfig {
+    /// `/static`, or `/` for the whole path space: no trailing slash
+    /// (except `/` itself), no parameters.
+    pub prefix: String,
+    /// The directory, as an absolute path without symbolic links (the
+    /// binding resolves it): a file is served only if its real path is
+    /// inside it.
+    pub root: std::path::PathBuf,
+    /// The file served for a directory (`/static/docs/`); `None`: a
+    /// directory is not found. Default `index.html`.
+    pub index: Option<String>,
+    /// `Cache-Control: public, max-age=<seconds>`; 0 (the default) sends
+    /// `no-cache`: caches keep the file but revalidate it (a 304 costs a
+    /// round trip, never a stale page after a deploy).
+    pub max_age: u32,
+    /// Adds `immutable` to a non-zero `max_age`: for fingerprinted names
+    /// whose content never changes. Default false.
+    pub immutable: bool,
+    /// Serve `<file>.br` / `<file>.gz` when the client accepts the coding
+    /// and the sibling is not older than the file. Default true: costs a
+    /// `stat` per sibling per request, and nothing is compressed on the fly.
+    pub precompressed: bool,
+    /// Default [`DotFiles::Ignore`].
+    pub dotfiles: DotFiles,
+    /// A missing file goes on to the routes this directory hides (a
+    /// JavaScript route for the same path, `app.all('/static/*')`), else
+    /// 404. Default false: a miss is a native 404.
+    pub fallthrough: bool,
+}
+
+impl StaticDirConfig {
+    /// `root` served under `prefix`, with every default.
+    pub fn new(prefix: impl Into<String>, root: impl Into<std::path::PathBuf>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            root: root.into(),
+            index: Some("index.html".into()),
+            max_age: 0,
+            immutable: false,
+            precompressed: true,
+            dotfiles: DotFiles::Ignore,
+            fallthrough: false,
+        }
+    }
+}
+
 /// One HTTP route (`app.get(pattern, ...handlers)` and the other methods):
 /// requests that match it go to the JavaScript handlers registered with
 /// the same index, in the worker the connection is pinned to.
@@ -134,7 +194,9 @@ pub struct HttpConfig {
     /// byte; then `408` (slowloris). Default 10 s, like `handshake_timeout`
     /// (which applies to a connection's first request).
     pub header_timeout: Duration,
-    /// Time a request body may make no progress; then `408`. Default 30 s.
+    /// Time a request body may make no progress; then `408`. Also the
+    /// time a client may take nothing of a static file being sent before
+    /// it is disconnected. Default 30 s.
     pub body_timeout: Duration,
     /// Time an idle keep-alive connection (no request in progress, every
     /// response written) stays open. Default 5 s, Node's `keepAliveTimeout`.
@@ -154,6 +216,46 @@ pub struct HttpConfig {
     /// WebSocket message can). From a quarter of it a write reports
     /// `BUFFERED` and a `drain` follows. Default 16 MiB.
     pub max_backpressure: usize,
+    /// Response compression (gzip, brotli), negotiated from each request's
+    /// `Accept-Encoding`; `None`: never compress (the I/O thread then
+    /// does not negotiate). Default on, with [`CompressionConfig`]'s
+    /// defaults.
+    pub compression: Option<CompressionConfig>,
+}
+
+/// How responses are compressed (`http.compression`). Which responses is
+/// JavaScript's decision (`packages/server/src/http/response.ts`: whole
+/// bodies of text-like types, at least `threshold` bytes); the encoding is
+/// done by the responding worker thread (`http/compress.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressionConfig {
+    /// Smallest body compressed, in bytes. Default 1024: below it the
+    /// saving is a few hundred bytes at most (gzip alone adds 18 of
+    /// framing) and the response fits one TCP segment either way, while
+    /// the encoder costs microseconds per response; the http-json
+    /// benchmark's responses stay below it.
+    pub threshold: usize,
+    /// gzip level, 0 (stored) to 9. Default 6, zlib's own default: past it
+    /// each level costs much more time for a percent or two of size.
+    /// Measured on JSON (`http/compress.rs`, `bench_compress`): 8 us for
+    /// 1 KiB, 50 us for 16 KiB, to 20% and 12% of the size.
+    pub gzip_level: u32,
+    /// Brotli quality, 0 to 11. Default 4: 15 us for 1 KiB of JSON, 62 us
+    /// for 16 KiB, to 15% and 5% of the size (a half of gzip 6's output
+    /// for about its time). From 5 on, the encoder sets up a larger match
+    /// finder for every response: 0.5 to 4 ms for bodies under 64 KiB, a
+    /// cost for assets compressed once, not for each response.
+    pub brotli_quality: u32,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        Self {
+            threshold: 1024,
+            gzip_level: 6,
+            brotli_quality: 4,
+        }
+    }
 }
 
 impl Default for HttpConfig {
@@ -167,6 +269,7 @@ impl Default for HttpConfig {
             max_pipelined: 16,
             body_window: 256 * 1024,
             max_backpressure: 16 * 1024 * 1024,
+            compression: Some(CompressionConfig::default()),
         }
     }
 }
@@ -207,6 +310,8 @@ pub struct ServerConfig {
     pub static_routes: Vec<StaticRoute>,
     /// HTTP routes; their index is the route number JavaScript receives.
     pub http_routes: Vec<HttpRouteConfig>,
+    /// Directories served natively, matched after the routes above.
+    pub static_dirs: Vec<StaticDirConfig>,
     /// Plain HTTP requests' options.
     pub http: HttpConfig,
     /// Number of JavaScript workers that receive events (at least 1: with
@@ -256,6 +361,7 @@ impl Default for ServerConfig {
             routes: Vec::new(),
             static_routes: Vec::new(),
             http_routes: Vec::new(),
+            static_dirs: Vec::new(),
             http: HttpConfig::default(),
             workers: 1,
             io_threads: std::thread::available_parallelism()

@@ -90,6 +90,18 @@ pub const HTTP_METHOD_NOT_ALLOWED: Failure = Failure::new(
     "",
     "The path has routes, none for the request's method (the `Allow` header lists those it has).",
 );
+pub const HTTP_PRECONDITION_FAILED: Failure = Failure::new(
+    "ERR_HTTP_PRECONDITION_FAILED",
+    412,
+    "",
+    "A static file's `If-Match` or `If-Unmodified-Since` does not hold: the file changed.",
+);
+pub const HTTP_RANGE_NOT_SATISFIABLE: Failure = Failure::new(
+    "ERR_HTTP_RANGE_NOT_SATISFIABLE",
+    416,
+    "",
+    "A static file's `Range` starts past its end (`Content-Range: bytes */<size>` gives the size).",
+);
 pub const WS_NO_ROUTE: Failure = Failure::new(
     "ERR_WS_NO_ROUTE",
     404,
@@ -166,6 +178,8 @@ pub const ALL: &[Failure] = &[
     HTTP_REQUEST_TIMEOUT,
     HTTP_NOT_FOUND,
     HTTP_METHOD_NOT_ALLOWED,
+    HTTP_PRECONDITION_FAILED,
+    HTTP_RANGE_NOT_SATISFIABLE,
     WS_NO_ROUTE,
     WS_UPGRADE_REQUIRED,
     WS_ORIGIN_REJECTED,

@@ -41,8 +41,8 @@ pub mod tls;
 pub mod wake;
 
 pub use config::{
-    HttpConfig, HttpRouteConfig, ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig,
-    SlowConsumerPolicy, StaticRoute,
+    CompressionConfig, DotFiles, HttpConfig, HttpRouteConfig, ListenerConfig, Protocol,
+    RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticDirConfig, StaticRoute,
 };
 pub use connection::{cork, uncork, ConnectionKind};
 pub use outbound::SendStatus;

@@ -117,7 +117,11 @@ impl Server {
     /// connection (`http::respond`).
     pub fn http_respond(&self, conn: u64, parts: &crate::http::ResponseParts<'_>) -> SendStatus {
         match self.http_connection(conn) {
-            Some(connection) => crate::http::respond::respond(&connection, parts),
+            Some(connection) => crate::http::respond::respond(
+                &connection,
+                parts,
+                self.state.config.http.compression.as_ref(),
+            ),
             None => SendStatus::Closed,
         }
     }

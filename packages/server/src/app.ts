@@ -2,10 +2,10 @@
  * The application: routes and their handlers, registered by the app module
  * in every worker (`defineApp`), plus the operations every thread has.
  */
-import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from './native.js';
+import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticDir, NativeStaticRoute } from './native.js';
 import { Operations } from './operations.js';
 import type { RouteOptions, StaticResponse } from './options.js';
-import { nativeRoute, nativeStaticRoute } from './options.js';
+import { DEFAULTS, nativeRoute, nativeStaticRoute } from './options.js';
 import { SwitchboardError } from './errors.js';
 import type { WebSocket } from './websocket.js';
 import type { TlsInfo } from './tls.js';
@@ -14,6 +14,7 @@ import type { HookName, HookTypes } from './http/hooks.js';
 import { DEFAULT_INJECT_LIMITS, Injector, type InjectLimits, type InjectOptions, type InjectResponse } from './http/inject.js';
 import { Router, withoutShadowedFallbacks, type CompiledRoute, type ErrorHandler, type Handler, type HttpRouteOptions } from './http/router.js';
 import { CookieKeyring, type CookieSecrets } from './http/cookies.js';
+import { nativeStaticDir, type StaticOptions } from './http/static.js';
 import { trustTest, type TrustProxy, type TrustTest } from './http/proxy.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
@@ -70,6 +71,7 @@ type RouteArgs<P extends Record<string, string>> = [HttpRouteOptions, ...Handler
 export class App extends Operations {
   /** @internal */ readonly routes: RegisteredRoute[] = [];
   /** @internal */ readonly staticRoutes: NativeStaticRoute[] = [];
+  /** @internal The directories served natively (`app.static`). */ readonly staticDirs: NativeStaticDir[] = [];
   /** The app's root router: `app.get(...)` and the other methods register on it. */
   readonly router = new Router();
   /** @internal The HTTP routes flattened at startup; the index is the native route number. */
@@ -115,6 +117,22 @@ export class App extends Operations {
       return this;
     }
     this.router.get(pattern, ...(args as RouteArgs<P>));
+    return this;
+  }
+  /**
+   * Serve the files of `options.root` under `prefix` (GET and HEAD on
+   * `<prefix>/*`), natively: the core reads and sends them on its I/O
+   * threads, with conditional requests, ranges and precompressed `.br` /
+   * `.gz` siblings, and no request reaches JavaScript (docs/http.md,
+   * "Static files"). The root must exist; it is resolved to its real path
+   * now, and a file whose real path is outside it is never served.
+   */
+  static(prefix: string, options: StaticOptions): this {
+    const dir = nativeStaticDir(prefix, options);
+    if (this.staticDirs.some((d) => d.prefix === dir.prefix)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `app.static(${JSON.stringify(prefix)}): a directory is served there already`);
+    }
+    this.staticDirs.push(dir);
     return this;
   }
   post<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {
@@ -203,6 +221,8 @@ export class App extends Operations {
   injectLimits: InjectLimits = DEFAULT_INJECT_LIMITS;
   /** @internal Where `inject()` reports what the server would report through `handlerError`. */
   injectReport = (error: unknown): void => console.error('switchboard: an HTTP handler failed (inject):', error);
+  /** @internal The smallest whole response body compressed (`http.compression.threshold`; `Infinity` when off), for the responses of this app's connections and of `inject()`. */
+  compressThreshold: number = DEFAULTS.compressThreshold;
 
   /** @internal The WebSocket routes' paths, for `inject()`'s 426. */
   get webSocketPaths(): string[] {

@@ -56,6 +56,19 @@ export interface NativeStaticRoute {
   headers?: { name: string; value: string }[];
 }
 
+/** A directory served natively (`crates/node/src/options.rs`, `StaticDirOptions`). */
+export interface NativeStaticDir {
+  prefix: string;
+  root: string;
+  /** `''`: no index file. */
+  index?: string;
+  maxAge?: number;
+  immutable?: boolean;
+  precompressed?: boolean;
+  dotfiles?: 'ignore' | 'allow';
+  fallthrough?: boolean;
+}
+
 /** One HTTP route (`crates/node/src/options.rs`, `HttpRouteOptions`). */
 export interface NativeHttpRoute {
   /** Uppercase; absent for every method. */
@@ -73,12 +86,21 @@ export interface NativeHttpOptions {
   maxPipelined?: number;
   bodyWindow?: number;
   maxBackpressure?: number;
+  compression?: NativeHttpCompressionOptions;
+}
+
+export interface NativeHttpCompressionOptions {
+  enabled?: boolean;
+  threshold?: number;
+  gzipLevel?: number;
+  brotliQuality?: number;
 }
 
 export interface NativeServerOptions {
   routes: NativeRouteOptions[];
   staticRoutes?: NativeStaticRoute[];
   httpRoutes?: NativeHttpRoute[];
+  staticDirs?: NativeStaticDir[];
   http?: NativeHttpOptions;
   workers: number;
   ioThreads?: number;

@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-rpc';
-import type { NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
+import type { NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 
 /** permessage-deflate (RFC 7692). Off unless given. */
@@ -128,7 +128,7 @@ export interface HttpOptions {
   maxBodyBytes?: number;
   /** Seconds a client has to send a whole request head. Default 10. Then: 408. */
   headerTimeout?: number;
-  /** Seconds a request body may make no progress. Default 30. Then: 408. */
+  /** Seconds a request body may make no progress. Default 30. Then: 408. Also how long a client may take nothing of a static file before it is disconnected. */
   bodyTimeout?: number;
   /** Seconds an idle keep-alive connection stays open. Default 5. */
   keepAliveTimeout?: number;
@@ -138,6 +138,23 @@ export interface HttpOptions {
   bodyWindow?: number;
   /** Bytes of responses queued for one connection before it is closed (streamed bodies pause at a quarter). Default 16 MiB. */
   maxBackpressure?: number;
+  /**
+   * Response compression, gzip or brotli as the request's `Accept-Encoding`
+   * prefers, for whole bodies of text types (docs/http.md, "Compression").
+   * Default on, with the defaults of `HttpCompressionOptions`; `false`
+   * turns it off.
+   */
+  compression?: false | HttpCompressionOptions;
+}
+
+/** How responses are compressed; each has its default in `crates/runtime/src/config.rs` (`CompressionConfig`). */
+export interface HttpCompressionOptions {
+  /** Smallest body compressed, in bytes. Default 1024: below it the gain is a few hundred bytes and the response fits one TCP segment anyway. */
+  threshold?: number;
+  /** gzip level, 0..9. Default 6 (zlib's default: higher costs much more time for a percent or two). */
+  level?: number;
+  /** Brotli quality, 0..11. Default 4 (smaller than gzip 6 in about its time; 10 and 11 are for assets compressed once). */
+  brotliQuality?: number;
 }
 
 /**
@@ -189,6 +206,8 @@ export const DEFAULTS = {
   drainTimeout: 5000,
   rpcCodecs: ['json', 'msgpack'],
   rpcMaxOutboundStreams: 256,
+  /** `http.compression.threshold`: `CompressionConfig` in `crates/runtime/src/config.rs` says why. */
+  compressThreshold: 1024,
 } as const;
 
 function seconds(name: string, value: number | undefined): number | undefined {
@@ -330,7 +349,37 @@ function nativeHttp(options: HttpOptions): NativeHttpOptions {
   set('maxPipelined', count('http.maxPipelined', options.maxPipelined));
   set('bodyWindow', count('http.bodyWindow', options.bodyWindow));
   set('maxBackpressure', count('http.maxBackpressure', options.maxBackpressure));
+  set('compression', nativeCompression(options.compression));
   return out;
+}
+
+function nativeCompression(options: false | HttpCompressionOptions | undefined): NativeHttpCompressionOptions | undefined {
+  if (options === undefined) return undefined;
+  if (options === false) return { enabled: false };
+  if (typeof options !== 'object' || options === null) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `http.compression must be false or an object, got ${String(options)}`);
+  }
+  const level = (name: string, value: number | undefined, max: number) => {
+    if (value !== undefined && (!Number.isInteger(value) || value < 0 || value > max)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `http.compression.${name} must be an integer in 0..${max}, got ${String(value)}`);
+    }
+    return value;
+  };
+  const out: NativeHttpCompressionOptions = { enabled: true };
+  const threshold = count('http.compression.threshold', options.threshold);
+  if (threshold !== undefined) out.threshold = threshold;
+  const gzipLevel = level('level', options.level, 9);
+  if (gzipLevel !== undefined) out.gzipLevel = gzipLevel;
+  const brotliQuality = level('brotliQuality', options.brotliQuality, 11);
+  if (brotliQuality !== undefined) out.brotliQuality = brotliQuality;
+  return out;
+}
+
+/** The smallest whole response body the workers compress (`Infinity`: compression is off). */
+export function compressThreshold(options: HttpOptions | undefined): number {
+  const compression = options?.compression;
+  if (compression === false) return Infinity;
+  return compression?.threshold ?? DEFAULTS.compressThreshold;
 }
 
 /** The RPC options the workers apply, validated, with their defaults. */

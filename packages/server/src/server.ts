@@ -11,7 +11,7 @@ import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
-import { DEFAULTS, type ServerOptions, nativeServer, rpcWorkerOptions } from './options.js';
+import { DEFAULTS, type ServerOptions, compressThreshold, nativeServer, rpcWorkerOptions } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 import { DEFAULT_INJECT_LIMITS, type InjectOptions, type InjectResponse } from './http/inject.js';
 
@@ -141,6 +141,7 @@ export class Server extends Operations {
     // Validate now rather than at listen().
     nativeServer(this.options, workers);
     this.local.rpc.limits = rpcWorkerOptions(this.options.rpc);
+    this.local.compressThreshold = compressThreshold(this.options.http);
     this.local.injectLimits = {
       maxBodyBytes: this.options.http?.maxBodyBytes ?? DEFAULT_INJECT_LIMITS.maxBodyBytes,
       maxUrlBytes: this.options.http?.maxUrlBytes ?? DEFAULT_INJECT_LIMITS.maxUrlBytes,
@@ -252,13 +253,15 @@ export class Server extends Operations {
     try {
       const table = await this.loadRoutes();
       const servesRpc = addresses.some((a) => a.protocol === 'rpc');
-      if (table.routes.length === 0 && table.staticRoutes.length === 0 && table.httpRoutes.length === 0 && !servesRpc) {
+      const routeCount = table.routes.length + table.staticRoutes.length + table.staticDirs.length + table.httpRoutes.length;
+      if (routeCount === 0 && !servesRpc) {
         throw new SwitchboardError('ERR_NO_ROUTES', 'the app registered no route');
       }
       const handle = native.ServerHandle.create({
         ...nativeServer(this.options, this.workerCount),
         routes: table.routes,
         staticRoutes: table.staticRoutes,
+        staticDirs: table.staticDirs,
         httpRoutes: table.httpRoutes,
       });
       this.setHandle(handle);
@@ -284,7 +287,7 @@ export class Server extends Operations {
     if (this.workerCount === 0) {
       await this.loadLocalApp();
       const httpRoutes = this.local.compileHttp();
-      return { routes: this.local.routes.map((r) => r.native), staticRoutes: this.local.staticRoutes, httpRoutes };
+      return { routes: this.local.routes.map((r) => r.native), staticRoutes: this.local.staticRoutes, staticDirs: this.local.staticDirs, httpRoutes };
     }
     if (!this.options.app) {
       throw new SwitchboardError('ERR_INVALID_OPTION', 'with worker threads, `app` must name the app module');
@@ -301,10 +304,15 @@ export class Server extends Operations {
         workerReplaced: (info) => this.emit('workerReplaced', info),
       },
       this.local.rpc.limits,
+      this.local.compressThreshold,
     );
     const table = await this.pool.start();
     // Static routes may also be registered on the main thread.
-    return { ...table, staticRoutes: [...table.staticRoutes, ...this.local.staticRoutes] };
+    return {
+      ...table,
+      staticRoutes: [...table.staticRoutes, ...this.local.staticRoutes],
+      staticDirs: [...table.staticDirs, ...this.local.staticDirs],
+    };
   }
 
   private async attachWorkers(handle: NativeServerHandle): Promise<void> {

@@ -5,6 +5,7 @@
 
 use httparse::Header;
 
+use super::encoding::AcceptEncoding;
 use super::error::HttpError;
 use super::target::is_valid_host;
 use super::{BodyKind, Version};
@@ -56,6 +57,7 @@ pub(super) struct FieldFacts<'b> {
     pub keep_alive: bool,
     pub expect_continue: bool,
     pub upgrade: bool,
+    pub accept_encoding: AcceptEncoding,
 }
 
 /// Checks the fields the server acts on, in this order (the first failure
@@ -72,6 +74,7 @@ pub(super) fn analyse_fields<'b>(
     let (mut close, mut keep_alive_token, mut upgrade_token) = (false, false, false);
     let mut upgrade_header = false;
     let mut expect = Expect::None;
+    let mut accept_encoding = AcceptEncoding::default();
     for span in spans {
         let (name, value) = span.resolve(head);
         if name.eq_ignore_ascii_case("host") {
@@ -122,6 +125,9 @@ pub(super) fn analyse_fields<'b>(
             }
         } else if name.eq_ignore_ascii_case("upgrade") {
             upgrade_header = true;
+        } else if name.eq_ignore_ascii_case("accept-encoding") {
+            // Never an error: a malformed element is ignored (encoding.rs).
+            accept_encoding.add(value);
         }
     }
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is 400.
@@ -163,6 +169,7 @@ pub(super) fn analyse_fields<'b>(
         // ignored.
         expect_continue: expect == Expect::Continue && version == Version::Http11,
         upgrade: upgrade_header && upgrade_token,
+        accept_encoding,
     })
 }
 
@@ -272,7 +279,7 @@ pub(super) fn is_tchar(b: u8) -> bool {
         )
 }
 
-fn token_len(s: &[u8]) -> usize {
+pub(super) fn token_len(s: &[u8]) -> usize {
     s.iter().take_while(|&&b| is_tchar(b)).count()
 }
 
@@ -346,12 +353,12 @@ fn valid_parameters(mut s: &[u8]) -> bool {
 /// The elements of a list-based field value (RFC 9110 §5.6.1): split at
 /// commas outside quoted strings, OWS trimmed, empty elements skipped (a
 /// recipient MUST accept them).
-struct ListElements<'a> {
+pub(super) struct ListElements<'a> {
     rest: Option<&'a [u8]>,
 }
 
 impl<'a> ListElements<'a> {
-    fn new(value: &'a [u8]) -> Self {
+    pub(super) fn new(value: &'a [u8]) -> Self {
         ListElements { rest: Some(value) }
     }
 }

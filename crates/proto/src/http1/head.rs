@@ -6,6 +6,7 @@ use std::mem::MaybeUninit;
 
 use httparse::Header;
 
+use super::encoding::AcceptEncoding;
 use super::error::HttpError;
 use super::fields::{analyse_fields, FieldSpan};
 use super::scan::Scanner;
@@ -66,6 +67,10 @@ pub struct RequestHead<'b, 'p> {
     /// An `Upgrade` header is present and `Connection` lists `upgrade`
     /// (RFC 9110 §7.8).
     pub upgrade: bool,
+    /// What `Accept-Encoding` (every line of it) accepts of the codings a
+    /// response can be sent in; [`AcceptEncoding::preferred`] picks one.
+    /// A malformed value is never an error: its odd elements are ignored.
+    pub accept_encoding: AcceptEncoding,
     /// The authority: the absolute-form target's, which replaces `Host`
     /// (RFC 9112 §3.2.2), else the `Host` header's value (possibly empty);
     /// `None` for an HTTP/1.0 request without one.
@@ -191,6 +196,7 @@ impl HeadParser {
             keep_alive: facts.keep_alive,
             expect_continue: facts.expect_continue,
             upgrade: facts.upgrade,
+            accept_encoding: facts.accept_encoding,
             host,
             head,
             fields: &self.spans,
@@ -302,6 +308,44 @@ mod tests {
         }
         assert_eq!(parser.slots.as_ptr(), slots, "httparse slots reallocated");
         assert_eq!(parser.spans.as_ptr(), spans, "spans reallocated");
+    }
+
+    #[test]
+    fn accept_encoding_from_every_line() {
+        use crate::http1::ContentCoding;
+        let mut parser = HeadParser::new(Limits::default());
+        let preferred = |parser: &mut HeadParser, lines: &str| {
+            let req = format!("GET / HTTP/1.1\r\nHost: a\r\n{lines}\r\n");
+            let head = parser.parse(req.as_bytes()).unwrap().unwrap();
+            (
+                head.accept_encoding.is_present(),
+                head.accept_encoding.preferred(),
+            )
+        };
+        assert_eq!(preferred(&mut parser, ""), (false, None));
+        assert_eq!(
+            preferred(&mut parser, "Accept-Encoding: gzip\r\n"),
+            (true, Some(ContentCoding::Gzip))
+        );
+        assert_eq!(
+            preferred(
+                &mut parser,
+                "accept-encoding: gzip\r\nX: y\r\nACCEPT-ENCODING: br\r\n"
+            ),
+            (true, Some(ContentCoding::Br))
+        );
+        assert_eq!(
+            preferred(
+                &mut parser,
+                "Accept-Encoding: br\r\nAccept-Encoding: br;q=0\r\n"
+            ),
+            (true, None)
+        );
+        // A malformed value is no error.
+        assert_eq!(
+            preferred(&mut parser, "Accept-Encoding: ;;;, \"\r\n"),
+            (true, None)
+        );
     }
 
     #[test]

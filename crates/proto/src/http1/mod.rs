@@ -14,7 +14,9 @@
 //! - [`BodyDecoder`] takes the body off the byte stream (`Content-Length`
 //!   or chunked), so the next pipelined request starts where it stops;
 //! - [`write_response_head`], [`write_chunk`], [`write_last_chunk`] frame a
-//!   response; [`HttpDate`] formats the `Date` the runtime passes in.
+//!   response; [`HttpDate`] formats the `Date` the runtime passes in;
+//! - [`AcceptEncoding`] chooses a response's content coding from the
+//!   request's `Accept-Encoding` (the head parser fills one in).
 //!
 //! Memory: the parser borrows the caller's read buffer and owns two scratch
 //! vectors (httparse's header slots and the header spans a [`RequestHead`]
@@ -52,6 +54,7 @@
 
 mod body;
 mod date;
+mod encoding;
 mod error;
 mod fields;
 mod head;
@@ -66,6 +69,7 @@ mod head_tests;
 
 pub use body::{BodyChunk, BodyDecoder, BodyLimits};
 pub use date::HttpDate;
+pub use encoding::{AcceptEncoding, ContentCoding};
 pub use error::{HttpError, ALL_ERROR_CODES};
 pub use head::{HeadParser, RequestHead};
 pub use response::{

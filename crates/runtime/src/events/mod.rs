@@ -22,7 +22,8 @@ use crate::wake::IoWaker;
 pub mod record;
 
 pub use record::{
-    Record, TlsRecord, Transport, NO_ROUTE, REQUEST_BODY, REQUEST_HTTP10, REQUEST_KEEP_ALIVE,
+    Record, TlsRecord, Transport, NO_ROUTE, REQUEST_ACCEPTS_BR, REQUEST_ACCEPTS_GZIP, REQUEST_BODY,
+    REQUEST_HTTP10, REQUEST_KEEP_ALIVE,
 };
 
 /// Queued bytes beyond which an I/O thread wakes the worker at once instead

@@ -27,7 +27,8 @@
 //!   first request for JavaScript follows (connections whose requests are
 //!   all answered natively never reach JavaScript).
 //! - `HTTP_REQUEST` (9): id, u16 route, u8 method (`Method::index`), u8
-//!   flags ([`REQUEST_KEEP_ALIVE`], [`REQUEST_HTTP10`], [`REQUEST_BODY`]),
+//!   flags ([`REQUEST_KEEP_ALIVE`], [`REQUEST_HTTP10`], [`REQUEST_BODY`],
+//!   [`REQUEST_ACCEPTS_GZIP`], [`REQUEST_ACCEPTS_BR`]),
 //!   str path, str query, u8 parameter count, str parameter*, then the
 //!   header lines exactly as received (the rest), decoded lazily by
 //!   JavaScript. Parameters are raw (percent-encoded) path segments.
@@ -58,6 +59,13 @@ pub const REQUEST_KEEP_ALIVE: u8 = 1;
 pub const REQUEST_HTTP10: u8 = 2;
 /// `HTTP_REQUEST` flag: `HTTP_BODY` records follow, the last one marked.
 pub const REQUEST_BODY: u8 = 4;
+/// `HTTP_REQUEST` flag: gzip is the coding `Accept-Encoding` prefers
+/// (`switchboard_proto::http1::AcceptEncoding::preferred`): the response
+/// may be sent gzip-encoded. At most one of this and
+/// [`REQUEST_ACCEPTS_BR`] is set, and neither when compression is off.
+pub const REQUEST_ACCEPTS_GZIP: u8 = 8;
+/// `HTTP_REQUEST` flag: brotli is the coding `Accept-Encoding` prefers.
+pub const REQUEST_ACCEPTS_BR: u8 = 16;
 
 /// The route index of a connection that came through no route (an RPC
 /// listener).

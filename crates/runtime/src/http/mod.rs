@@ -1,12 +1,17 @@
 //! Plain HTTP requests on the listeners that also serve WebSocket: the
 //! route table matched natively (`routes.rs`, on the radix tree of
 //! `router.rs`; [`RouteTable`] is the same table outside a server, for
-//! `inject()`), and the responses the workers write (`respond.rs`), framed
-//! here with a cached `Date`. What the I/O thread reads is the session's
+//! `inject()`), and the responses the workers write (`respond.rs`; bodies
+//! compressed by `compress.rs`), framed
+//! here with a cached `Date`; the decisions of serving a static file
+//! (`files.rs`: safe paths, conditionals, ranges, codings). What the I/O
+//! thread reads is the session's
 //! (`session/http.rs`); the codec is `switchboard_proto::http1`.
 
+pub(crate) mod compress;
 pub(crate) mod date;
 pub(crate) use date::with_date;
+pub(crate) mod files;
 pub mod respond;
 pub(crate) mod router;
 pub(crate) mod routes;
@@ -15,6 +20,6 @@ pub use router::RouteError;
 pub use routes::{InvalidRoute, RouteMatch, RouteTable};
 
 pub use respond::{
-    ResponseParts, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE, RESPOND_LENGTH,
-    RESPOND_STREAM, WRITE_CHUNKED, WRITE_END,
+    ResponseParts, RESPOND_BR, RESPOND_GZIP, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE,
+    RESPOND_LENGTH, RESPOND_STREAM, WRITE_CHUNKED, WRITE_END,
 };

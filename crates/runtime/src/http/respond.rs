@@ -6,15 +6,19 @@
 //! written straight from the caller's bytes when the socket is free.
 //!
 //! JavaScript says how with flag bits; the request's own (`keep-alive`,
-//! HTTP/1.0, HEAD) come back with its response, so the native side keeps
-//! no per-request state on the worker's path.
+//! HTTP/1.0, HEAD, the coding `Accept-Encoding` prefers) come back with its
+//! response, so the native side keeps no per-request state on the worker's
+//! path. A whole body with [`RESPOND_GZIP`] or [`RESPOND_BR`] is encoded
+//! here first (`compress.rs`).
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use switchboard_proto::http1::{self, ChunkHead, ResponseBody, Version, LAST_CHUNK};
+use switchboard_proto::http1::{self, ChunkHead, ContentCoding, ResponseBody, Version, LAST_CHUNK};
 
+use super::compress;
 use super::date::with_date;
+use crate::config::CompressionConfig;
 use crate::connection::Connection;
 use crate::outbound::{OutItem, SendStatus};
 
@@ -37,6 +41,15 @@ pub const RESPOND_LENGTH: u32 = 16;
 pub const WRITE_CHUNKED: u32 = 32;
 /// [`write`]: the piece ends the response.
 pub const WRITE_END: u32 = 64;
+
+/// A whole response (not [`RESPOND_STREAM`], not [`RESPOND_HEAD`]): send
+/// the body gzip-encoded, with `Content-Encoding: gzip`, unless that would
+/// not make it smaller. JavaScript sets it only when the request preferred
+/// gzip and the response is worth compressing; ignored when the server's
+/// compression is off.
+pub const RESPOND_GZIP: u32 = 128;
+/// As [`RESPOND_GZIP`], with brotli (`Content-Encoding: br`).
+pub const RESPOND_BR: u32 = 256;
 
 /// Bodies from this size on are written from the caller's bytes when the
 /// socket is free for it (as WebSocket messages are: `connection.rs`).
@@ -61,8 +74,49 @@ thread_local! {
     static HEAD: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Queue a response (or its head and first piece).
-pub fn respond(connection: &Arc<Connection>, parts: &ResponseParts<'_>) -> SendStatus {
+/// Queue a response (or its head and first piece), its body encoded first
+/// when the flags ask for a coding and `compression` is on.
+pub fn respond(
+    connection: &Arc<Connection>,
+    parts: &ResponseParts<'_>,
+    compression: Option<&CompressionConfig>,
+) -> SendStatus {
+    let flags = parts.flags;
+    let coding = if flags & RESPOND_BR != 0 {
+        Some(ContentCoding::Br)
+    } else if flags & RESPOND_GZIP != 0 {
+        Some(ContentCoding::Gzip)
+    } else {
+        None
+    };
+    match (coding, compression) {
+        (Some(coding), Some(config))
+            if flags & (RESPOND_STREAM | RESPOND_HEAD) == 0
+                && http1::status_allows_body(parts.status) =>
+        {
+            compress::encode(
+                coding,
+                parts.body,
+                parts.headers,
+                config,
+                |encoded| match encoded {
+                    Some(encoded) => queue(connection, parts, encoded.headers, encoded.body),
+                    None => queue(connection, parts, parts.headers, parts.body),
+                },
+            )
+        }
+        _ => queue(connection, parts, parts.headers, parts.body),
+    }
+}
+
+/// [`respond`] with these header lines and this body (the handler's, or
+/// the encoded ones).
+fn queue(
+    connection: &Arc<Connection>,
+    parts: &ResponseParts<'_>,
+    headers: &[u8],
+    body: &[u8],
+) -> SendStatus {
     let flags = parts.flags;
     let version = if flags & RESPOND_HTTP10 != 0 {
         Version::Http10
@@ -76,7 +130,7 @@ pub fn respond(connection: &Arc<Connection>, parts: &ResponseParts<'_>) -> SendS
     let framing = if !may_have_body {
         ResponseBody::None
     } else if !streaming {
-        ResponseBody::Length(parts.body.len() as u64)
+        ResponseBody::Length(body.len() as u64)
     } else if flags & RESPOND_LENGTH != 0 {
         ResponseBody::Length(parts.length)
     } else if chunked {
@@ -89,7 +143,7 @@ pub fn respond(connection: &Arc<Connection>, parts: &ResponseParts<'_>) -> SendS
     let body: &[u8] = if flags & RESPOND_HEAD != 0 || !may_have_body {
         &[]
     } else {
-        parts.body
+        body
     };
     let ends = !streaming;
     HEAD.with(|head| {
@@ -101,7 +155,7 @@ pub fn respond(connection: &Arc<Connection>, parts: &ResponseParts<'_>) -> SendS
                 parts.status,
                 None,
                 date,
-                parts.headers,
+                headers,
                 framing,
                 keep_alive,
                 version,

@@ -12,7 +12,7 @@ use std::fmt;
 use switchboard_proto::http1::Method;
 
 use super::router::{Match, RouteError, Router};
-use crate::config::{HttpConfig, HttpRouteConfig, ServerConfig};
+use crate::config::{HttpConfig, HttpRouteConfig, ServerConfig, StaticDirConfig};
 
 /// What a route leads to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +21,8 @@ enum Target {
     Handler(u16),
     /// `config.static_routes[i]`: a fixed response.
     Fixed(u16),
+    /// `config.static_dirs[i]`: files served natively.
+    Files(u16),
 }
 
 /// The outcome of matching a request.
@@ -30,6 +32,9 @@ pub(crate) enum Routed<'r> {
     Handler { route: u16, max_body_bytes: u64 },
     /// `config.static_routes[i]`.
     Fixed(usize),
+    /// `config.static_dirs[i]`; the parameter is the path under the
+    /// prefix (none for the prefix itself).
+    Files(usize),
     /// No route for the path: 404 (426 when a WebSocket route has it).
     NotFound,
     /// Routes for the path, none for the method: 405 with `Allow`.
@@ -53,14 +58,37 @@ impl std::error::Error for InvalidRoute {}
 
 pub(crate) struct Routes {
     router: Router<Target>,
+    /// The same table without the directories that fall through
+    /// (`fallthrough`): where a request goes on when its file is missing.
+    /// Built only when some directory falls through.
+    past_files: Option<Router<Target>>,
     /// Body limits by handler route (the config's default filled in).
     max_body_bytes: Vec<u64>,
 }
 
 impl Routes {
     pub(crate) fn new(config: &ServerConfig) -> Result<Self, InvalidRoute> {
-        let fixed = config.static_routes.iter().map(|route| route.path.as_str());
-        Self::build(&config.http_routes, fixed, config.http.max_body_bytes)
+        let fixed: Vec<&str> = config
+            .static_routes
+            .iter()
+            .map(|route| route.path.as_str())
+            .collect();
+        let mut routes = Self::build(
+            &config.http_routes,
+            fixed.iter().copied(),
+            config.http.max_body_bytes,
+        )?;
+        insert_dirs(&mut routes.router, &config.static_dirs, true)?;
+        if config.static_dirs.iter().any(|dir| dir.fallthrough) {
+            let mut past = Self::build(
+                &config.http_routes,
+                fixed.iter().copied(),
+                config.http.max_body_bytes,
+            )?;
+            insert_dirs(&mut past.router, &config.static_dirs, false)?;
+            routes.past_files = Some(past.router);
+        }
+        Ok(routes)
     }
 
     /// JavaScript's routes (numbered in order), then the fixed responses
@@ -71,10 +99,6 @@ impl Routes {
         default_max_body_bytes: u64,
     ) -> Result<Self, InvalidRoute> {
         let mut router = Router::new();
-        let invalid = |pattern: &str, error| InvalidRoute {
-            pattern: pattern.to_owned(),
-            error,
-        };
         for (i, route) in http_routes.iter().enumerate() {
             let index =
                 u16::try_from(i).map_err(|_| invalid(&route.pattern, RouteError::TooManyRoutes))?;
@@ -98,6 +122,7 @@ impl Routes {
             .collect();
         Ok(Self {
             router,
+            past_files: None,
             max_body_bytes,
         })
     }
@@ -109,18 +134,80 @@ impl Routes {
         path: &'p str,
         params: &mut Vec<&'p str>,
     ) -> Routed<'r> {
-        match self.router.find(method.as_str(), path, params) {
+        self.find_in(&self.router, method, path, params)
+    }
+
+    /// Match a request whose file was missing in a directory that falls
+    /// through: the routes that directory hid (never a directory that
+    /// falls through, so this does not loop).
+    pub(crate) fn find_past_files<'r, 'p>(
+        &'r self,
+        method: Method,
+        path: &'p str,
+        params: &mut Vec<&'p str>,
+    ) -> Routed<'r> {
+        match &self.past_files {
+            Some(router) => self.find_in(router, method, path, params),
+            None => Routed::NotFound,
+        }
+    }
+
+    fn find_in<'r, 'p>(
+        &'r self,
+        router: &'r Router<Target>,
+        method: Method,
+        path: &'p str,
+        params: &mut Vec<&'p str>,
+    ) -> Routed<'r> {
+        match router.find(method.as_str(), path, params) {
             Match::Found { value, .. } => match *value {
                 Target::Handler(route) => Routed::Handler {
                     route,
                     max_body_bytes: self.max_body_bytes[route as usize],
                 },
                 Target::Fixed(index) => Routed::Fixed(index as usize),
+                Target::Files(index) => Routed::Files(index as usize),
             },
             Match::MethodNotAllowed { allow } => Routed::MethodNotAllowed { allow },
             Match::NotFound => Routed::NotFound,
         }
     }
+}
+
+fn invalid(pattern: &str, error: RouteError) -> InvalidRoute {
+    InvalidRoute {
+        pattern: pattern.to_owned(),
+        error,
+    }
+}
+
+/// The directories' routes, after the others (numbered in order): GET (and
+/// so HEAD) on `<prefix>/*`, and on `<prefix>` itself, which redirects to
+/// the slash form; only `/*` for the prefix `/`. Without `with_fallthrough`
+/// the directories that fall through are left out.
+fn insert_dirs(
+    router: &mut Router<Target>,
+    dirs: &[StaticDirConfig],
+    with_fallthrough: bool,
+) -> Result<(), InvalidRoute> {
+    for (i, dir) in dirs.iter().enumerate() {
+        if dir.fallthrough && !with_fallthrough {
+            continue;
+        }
+        let index =
+            u16::try_from(i).map_err(|_| invalid(&dir.prefix, RouteError::TooManyRoutes))?;
+        let prefix = dir.prefix.strip_suffix('/').unwrap_or(&dir.prefix);
+        let files = format!("{prefix}/*");
+        router
+            .insert(Some("GET"), &files, Target::Files(index))
+            .map_err(|e| invalid(&files, e))?;
+        if !prefix.is_empty() {
+            router
+                .insert(Some("GET"), prefix, Target::Files(index))
+                .map_err(|e| invalid(prefix, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The outcome of [`RouteTable::find`].
@@ -171,7 +258,8 @@ impl RouteTable {
         match self.routes.find(method, path, &mut params) {
             Routed::Handler { route, .. } => RouteMatch::Handler { route, params },
             Routed::Fixed(index) => RouteMatch::Fixed(index),
-            Routed::NotFound => RouteMatch::NotFound,
+            // A table outside a server has no directories.
+            Routed::Files(_) | Routed::NotFound => RouteMatch::NotFound,
             Routed::MethodNotAllowed { allow } => RouteMatch::MethodNotAllowed { allow },
         }
     }
@@ -230,6 +318,65 @@ mod tests {
         assert_eq!(table.find("BREW", "/a/b"), RouteMatch::NotImplemented);
         assert_eq!(table.find("get", "/a/b"), RouteMatch::NotImplemented);
         assert_eq!(table.find("CONNECT", "/a/b"), RouteMatch::NotImplemented);
+    }
+
+    #[test]
+    fn directories_serve_their_prefix_and_fall_through_when_asked() {
+        use crate::config::StaticDirConfig;
+        let mut fallthrough = StaticDirConfig::new("/assets", "/srv/assets");
+        fallthrough.fallthrough = true;
+        let config = ServerConfig {
+            http_routes: vec![route(None, "/assets/*"), route(Some("GET"), "/static/api")],
+            static_dirs: vec![
+                StaticDirConfig::new("/static", "/srv/static"),
+                fallthrough,
+                StaticDirConfig::new("/", "/srv/site"),
+            ],
+            ..ServerConfig::default()
+        };
+        let routes = Routes::new(&config).unwrap();
+        let mut params = Vec::new();
+        let mut find = |method, path| {
+            let routed = routes.find(method, path, &mut params);
+            (format!("{routed:?}"), params.clone())
+        };
+        assert_eq!(
+            find(Method::Get, "/static/a/b.css"),
+            ("Files(0)".into(), vec!["a/b.css"])
+        );
+        assert_eq!(
+            find(Method::Head, "/static/"),
+            ("Files(0)".into(), vec![""])
+        );
+        assert_eq!(find(Method::Get, "/static"), ("Files(0)".into(), vec![]));
+        assert_eq!(
+            find(Method::Get, "/static/api").0,
+            "Handler { route: 1, max_body_bytes: 1048576 }",
+            "a route of JavaScript's is more specific"
+        );
+        assert_eq!(
+            find(Method::Post, "/static/x").0,
+            "MethodNotAllowed { allow: \"GET, HEAD\" }"
+        );
+        assert_eq!(
+            find(Method::Get, "/assets/x.js").0,
+            "Files(1)",
+            "GET: the directory"
+        );
+        assert_eq!(find(Method::Get, "/").0, "Files(2)");
+        assert_eq!(find(Method::Get, "/other/page.html").0, "Files(2)");
+        let mut past = |path| {
+            format!(
+                "{:?}",
+                routes.find_past_files(Method::Get, path, &mut params)
+            )
+        };
+        assert_eq!(
+            past("/assets/x.js"),
+            "Handler { route: 0, max_body_bytes: 1048576 }",
+            "past the directory that falls through: the route it hid"
+        );
+        assert_eq!(past("/static/a.css"), "Files(0)", "others stay");
     }
 
     #[test]

@@ -20,7 +20,7 @@
 
 use std::sync::atomic::Ordering;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 use super::{OutItem, Outbound, SendStatus, State};
 
@@ -163,6 +163,21 @@ impl Outbound {
                 go_away: false,
             });
         }
+        true
+    }
+
+    /// The I/O thread queues more of a response of its own whose head
+    /// [`Outbound::push_own_response`] queued (a static file's next piece):
+    /// shared, not copied, and admitted whatever the limit, since the
+    /// I/O thread paces these itself by [`Outbound::buffered`]. Returns
+    /// false when the connection is closed or closing.
+    pub fn push_own_bytes(&self, bytes: Bytes) -> bool {
+        let mut state = self.state.lock();
+        if state.closed || state.eviction.is_some() {
+            return false;
+        }
+        self.buffered.fetch_add(bytes.len(), Ordering::AcqRel);
+        state.items.push_back(OutItem::Frame(bytes));
         true
     }
 }

@@ -201,6 +201,16 @@ impl Session {
         }
     }
 
+    /// After a flush: whether the driver should service the connection
+    /// again at once instead of waiting for writability. An HTTP
+    /// connection sending a static file queues it a piece at a time; when
+    /// the socket took all that was queued, no writability edge will come
+    /// to ask for the next pieces.
+    pub(crate) fn wants_another_turn(&self) -> bool {
+        matches!(&self.reader, Reader::Http(reader) if reader.sending())
+            && self.machine.writes.is_empty()
+    }
+
     /// What other threads queued (`taken` says how), and the eviction
     /// they asked for.
     pub(crate) fn on_outbound(

@@ -89,6 +89,11 @@ impl Harness {
         self.t0 + Duration::from_millis(ms)
     }
 
+    /// How many more bytes the "socket" takes (`usize::MAX`: all).
+    pub(super) fn set_room(&mut self, room: usize) {
+        self.room = room;
+    }
+
     pub(super) fn feed(&mut self, bytes: &[u8], ms: u64) {
         let mut bytes = bytes.to_vec();
         let now = self.at(ms);

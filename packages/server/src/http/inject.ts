@@ -62,6 +62,8 @@ export interface InjectSource {
   readonly webSocketPaths: readonly string[];
   /** The secrets of signed cookies, as a connection hands them to its requests. */
   readonly cookieKeyring?: CookieKeyring;
+  /** `http.compression.threshold`: an injected response gets the `Vary` a served one would. */
+  readonly compressThreshold: number;
 }
 
 /** The defaults of `crates/runtime/src/config.rs` (`HttpConfig`). */
@@ -94,7 +96,7 @@ export class Injector {
       if (request.body.length > (route.bodyLimit ?? limits.maxBodyBytes)) {
         return Promise.resolve(coreAnswer(request, 413, 'ERR_HTTP_BODY_TOO_LARGE: Content too large', '', true));
       }
-      return run(route, found.params, request, report, this.source.cookieKeyring);
+      return run(route, found.params, request, report, this.source);
     }
     if ('fixed' in found) return Promise.resolve(fixedAnswer(request, fixed[found.fixed]!));
     switch (found.status) {
@@ -211,7 +213,7 @@ function webSocketRouteMatches(pattern: string, path: string): boolean {
 }
 
 /** Run a route's chain and collect its response. */
-function run(route: CompiledRoute, params: string[], request: Prepared, report: Report, keyring: CookieKeyring | undefined): Promise<InjectResponse> {
+function run(route: CompiledRoute, params: string[], request: Prepared, report: Report, source: InjectSource): Promise<InjectResponse> {
   return new Promise((resolve) => {
     const batch = Buffer.from(request.headerLines, 'latin1');
     // Nothing to pace: the whole body is here.
@@ -230,11 +232,11 @@ function run(route: CompiledRoute, params: string[], request: Prepared, report: 
       reader,
       '1.1',
     );
-    const collector = new Collector(request.method === 'HEAD', report, resolve);
+    const collector = new Collector(request.method === 'HEAD', report, resolve, source.compressThreshold);
     let flags = request.keepAlive ? RESPOND_KEEP_ALIVE : 0;
     if (request.method === 'HEAD') flags |= RESPOND_HEAD;
     const res = new Response(collector, flags, true);
-    req.keyring = res.keyring = keyring;
+    req.keyring = res.keyring = source.cookieKeyring;
     runRoute(route, req, res, report);
   });
 }
@@ -242,7 +244,9 @@ function run(route: CompiledRoute, params: string[], request: Prepared, report: 
 /**
  * A response's host that keeps what the response writes, framed as the
  * core frames it (`crates/runtime/src/http/respond.rs`): the same framing
- * headers, no body for HEAD and for statuses without one.
+ * headers, no body for HEAD and for statuses without one. Never encoded:
+ * an injected request is answered as a client without `Accept-Encoding`
+ * is (the coding is negotiated and applied by the core), `Vary` included.
  */
 class Collector implements ResponseHost {
   private status = 0;
@@ -257,6 +261,7 @@ class Collector implements ResponseHost {
     private readonly head: boolean,
     private readonly report: Report,
     private readonly resolve: (response: InjectResponse) => void,
+    readonly compressThreshold: number,
   ) {}
 
   respond(status: number, headers: string | Uint8Array, body: string | Uint8Array, flags: number, length: number): number {

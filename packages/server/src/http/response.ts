@@ -12,6 +12,8 @@ import { SwitchboardError } from '../errors.js';
 import { EventStream, type EventStreamOptions } from './sse.js';
 import { serializeCookie, type CookieKeyring, type CookieOptions } from './cookies.js';
 import {
+  RESPOND_BR,
+  RESPOND_GZIP,
   RESPOND_HEAD,
   RESPOND_HTTP10,
   RESPOND_KEEP_ALIVE,
@@ -36,6 +38,8 @@ export interface ResponseHost {
   ended(response: Response): void;
   /** A misuse of the response by the application (reported, not thrown). */
   misuse(error: Error): void;
+  /** The smallest whole body compressed, in bytes (`http.compression.threshold`; `Infinity` when off). */
+  readonly compressThreshold: number;
 }
 
 /** A body `send` takes. Objects (other than bytes) are sent as JSON. */
@@ -79,6 +83,26 @@ const CONTENT_TYPE_LINES = new Map<string, Buffer>(
 );
 const NO_HEADERS = Buffer.alloc(0);
 
+/**
+ * Media types worth compressing: text, and the text formats under
+ * `application/` and `image/` (`+json` and `+xml` suffixes included). Not
+ * images, audio, video, fonts or archives: they are compressed already.
+ */
+const COMPRESSIBLE = /^(?:text\/[!#$%&'*+.^_`|~0-9a-z-]+|application\/(?:json|javascript|x-javascript|ecmascript|xml|[!#$%&'*+.^_`|~0-9a-z-]+\+(?:json|xml))|image\/svg\+xml)$/;
+/** Whether each `Content-Type` seen is compressible, by the value as set (an app uses a handful). */
+const compressible = new Map<string, boolean>();
+
+function isCompressible(type: string): boolean {
+  let known = compressible.get(type);
+  if (known === undefined) {
+    const semicolon = type.indexOf(';');
+    known = COMPRESSIBLE.test((semicolon < 0 ? type : type.slice(0, semicolon)).trim().toLowerCase());
+    // Bounded: an app that builds types from input cannot grow it.
+    if (compressible.size < 1024) compressible.set(type, known);
+  }
+  return known;
+}
+
 /** One header of a response other than `Content-Type`. */
 interface Field {
   lower: string;
@@ -114,7 +138,7 @@ export class Response {
   /** @internal */
   constructor(
     private readonly host: ResponseHost,
-    /** `RESPOND_KEEP_ALIVE`, `RESPOND_HTTP10`, `RESPOND_HEAD` of the request. */
+    /** `RESPOND_KEEP_ALIVE`, `RESPOND_HTTP10`, `RESPOND_HEAD` of the request, and the coding it prefers (`RESPOND_GZIP` or `RESPOND_BR`). */
     private readonly requestFlags: number,
     first: boolean,
   ) {
@@ -428,10 +452,60 @@ export class Response {
     }
     this.runHeadHooks();
     this.stage = Stage.Ended;
+    const flags = this.connectionFlags() | this.coding(body);
     const headers = this.headerLines();
-    const flags = this.connectionFlags();
     const status = this.statusCode;
     this.run(() => this.host.respond(status, headers, body, flags, 0), true);
+  }
+
+  /**
+   * The coding of a whole body (`RESPOND_GZIP`, `RESPOND_BR`: the one its
+   * request prefers) when it is worth compressing, else 0 (docs/http.md,
+   * "Compression"). A body compressed for a client that asks gets `Vary:
+   * Accept-Encoding` whether or not this client asked, so that caches keep
+   * the variants apart. Below the threshold (most API responses) nothing
+   * varies, and this costs a comparison.
+   */
+  private coding(body: string | Uint8Array): number {
+    const threshold = this.host.compressThreshold;
+    const length = body.length;
+    if (length < threshold) {
+      // Bytes count, and a string's UTF-8 takes at most 3 bytes per UTF-16
+      // unit: only a string that could reach the threshold is measured.
+      if (typeof body !== 'string' || length * 3 < threshold || Buffer.byteLength(body) < threshold) return 0;
+    }
+    const status = this.statusCode;
+    // No body (204, 304), or a part of one (206: its range is of the
+    // representation as it is).
+    if (status < 200 || status === 204 || status === 206 || status === 304) return 0;
+    const type = this.contentType;
+    if (type === undefined || !isCompressible(type)) return 0;
+    // The handler encoded the body itself, or forbade transforming it.
+    if (this.field('content-encoding') !== undefined) return 0;
+    const cacheControl = this.field('cache-control')?.value;
+    if (cacheControl !== undefined && /no-transform/i.test(String(cacheControl))) return 0;
+    this.varyOnEncoding();
+    // HEAD: the head of the body as it is (its length is known without encoding it).
+    if (this.requestFlags & RESPOND_HEAD) return 0;
+    return this.requestFlags & (RESPOND_GZIP | RESPOND_BR);
+  }
+
+  /** Add `Accept-Encoding` to `Vary`, unless it is there (or `*` is). */
+  private varyOnEncoding(): void {
+    const vary = this.field('vary');
+    if (vary === undefined) {
+      (this.fields ??= []).push({ lower: 'vary', name: 'Vary', value: 'Accept-Encoding' });
+      return;
+    }
+    const lines = typeof vary.value === 'string' ? [vary.value] : vary.value;
+    for (const line of lines) {
+      for (const item of line.split(',')) {
+        const name = item.trim().toLowerCase();
+        if (name === 'accept-encoding' || name === '*') return;
+      }
+    }
+    if (typeof vary.value !== 'string') vary.value = [...vary.value, 'Accept-Encoding'];
+    else vary.value = vary.value.trim() === '' ? 'Accept-Encoding' : `${vary.value}, Accept-Encoding`;
   }
 
   private start(chunk: string | Uint8Array): boolean {

@@ -25,6 +25,10 @@ export const REQUEST_KEEP_ALIVE = 1;
 export const REQUEST_HTTP10 = 2;
 /** `HttpRequestEvent.flags`: HTTP_BODY events follow, the last one marked. */
 export const REQUEST_BODY = 4;
+/** `HttpRequestEvent.flags`: `Accept-Encoding` prefers gzip (at most one of the two codings is set; neither when compression is off). */
+export const REQUEST_ACCEPTS_GZIP = 8;
+/** `HttpRequestEvent.flags`: `Accept-Encoding` prefers brotli. */
+export const REQUEST_ACCEPTS_BR = 16;
 
 export interface UpgradeEvent {
   kind: typeof KIND_UPGRADE;

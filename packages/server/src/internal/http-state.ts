@@ -14,11 +14,13 @@ import { runRoute } from '../http/pipeline.js';
 import { BodyReader, Request, type Peer } from '../http/request.js';
 import { Response, type ResponseHost } from '../http/response.js';
 import { native } from '../native.js';
-import { RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE } from '../http/flags.js';
+import { RESPOND_BR, RESPOND_GZIP, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE } from '../http/flags.js';
 import { tlsInfo } from '../tls.js';
 import type { ConnectionHost, ConnectionState } from './connection-state.js';
 import {
   METHODS,
+  REQUEST_ACCEPTS_BR,
+  REQUEST_ACCEPTS_GZIP,
   REQUEST_BODY,
   REQUEST_HTTP10,
   REQUEST_KEEP_ALIVE,
@@ -46,6 +48,8 @@ export class HttpState implements ConnectionState, ResponseHost {
   private readonly bodyNumbers: number[] = [];
   /** Reports consumed body bytes to the native side. */
   private readonly consumed = (bytes: number): void => native.httpBodyConsumed(this.serverId, this.id, bytes);
+  /** @internal ResponseHost: the app's (`http.compression.threshold`). */
+  readonly compressThreshold: number;
 
   constructor(
     private readonly host: ConnectionHost,
@@ -55,6 +59,7 @@ export class HttpState implements ConnectionState, ResponseHost {
   ) {
     this.id = event.id;
     this.peer = { remoteAddress: event.remoteAddress, tls: tlsInfo(event.tls), trustProxy: app.trustProxyTest };
+    this.compressThreshold = app.compressThreshold;
   }
 
   request(event: HttpRequestEvent): void {
@@ -77,6 +82,9 @@ export class HttpState implements ConnectionState, ResponseHost {
     if (event.flags & REQUEST_KEEP_ALIVE) flags |= RESPOND_KEEP_ALIVE;
     if (event.flags & REQUEST_HTTP10) flags |= RESPOND_HTTP10;
     if (event.method === HEAD) flags |= RESPOND_HEAD;
+    // The coding the response may use, if it turns out worth compressing.
+    if (event.flags & REQUEST_ACCEPTS_GZIP) flags |= RESPOND_GZIP;
+    else if (event.flags & REQUEST_ACCEPTS_BR) flags |= RESPOND_BR;
     const res = new Response(this, flags, this.responses.length === 0);
     req.keyring = res.keyring = this.app.cookieKeyring;
     this.requests.push(req);

@@ -5,7 +5,7 @@
  * objects (`serializeError`): the structured clone keeps an `Error`'s
  * message and stack but drops its `code` and any name of its own.
  */
-import type { NativeHttpRoute, NativeRouteOptions, NativeStaticRoute } from '../native.js';
+import type { NativeHttpRoute, NativeRouteOptions, NativeStaticDir, NativeStaticRoute } from '../native.js';
 
 export interface SerializedError {
   name: string;
@@ -20,7 +20,7 @@ export type ToWorker =
   | { type: 'final-drain' };
 
 export type FromWorker =
-  | { type: 'routes'; routes: NativeRouteOptions[]; staticRoutes: NativeStaticRoute[]; httpRoutes: NativeHttpRoute[] }
+  | { type: 'routes'; routes: NativeRouteOptions[]; staticRoutes: NativeStaticRoute[]; staticDirs: NativeStaticDir[]; httpRoutes: NativeHttpRoute[] }
   | { type: 'load-error'; error: SerializedError }
   | { type: 'attached' }
   | { type: 'pong'; seq: number }

@@ -13,18 +13,20 @@ interface WorkerData {
   app: string;
   index: number;
   rpc: RpcWorkerOptions;
+  compressThreshold: number;
 }
 
 const port = parentPort!;
-const { app: specifier, index, rpc } = workerData as WorkerData;
+const { app: specifier, index, rpc, compressThreshold } = workerData as WorkerData;
 const post = (message: FromWorker) => port.postMessage(message);
 
 const app = new App(index);
 app.rpc.limits = rpc;
+app.compressThreshold = compressThreshold;
 try {
   await loadApp(app, specifier);
   const httpRoutes = app.compileHttp();
-  post({ type: 'routes', routes: app.routes.map((r) => r.native), staticRoutes: app.staticRoutes, httpRoutes });
+  post({ type: 'routes', routes: app.routes.map((r) => r.native), staticRoutes: app.staticRoutes, staticDirs: app.staticDirs, httpRoutes });
 } catch (error) {
   post({ type: 'load-error', error: serializeError(error) });
   port.close();

@@ -5,7 +5,7 @@
  * natively, and every other worker goes on.
  */
 import { Worker } from 'node:worker_threads';
-import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticRoute } from '../native.js';
+import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticDir, NativeStaticRoute } from '../native.js';
 import { SwitchboardError } from '../errors.js';
 import { type FromWorker, type ToWorker, deserializeError } from '../internal/worker-messages.js';
 import type { RpcWorkerOptions } from '../options.js';
@@ -30,6 +30,7 @@ interface Slot {
 export interface RouteTable {
   routes: NativeRouteOptions[];
   staticRoutes: NativeStaticRoute[];
+  staticDirs: NativeStaticDir[];
   httpRoutes: NativeHttpRoute[];
 }
 
@@ -47,12 +48,14 @@ export class WorkerPool {
     private readonly events: PoolEvents,
     /** The `rpc` options the workers apply themselves. */
     private readonly rpc: RpcWorkerOptions,
+    /** The smallest whole response body the workers compress (`http.compression`). */
+    private readonly compressThreshold: number,
   ) {}
 
   /** Start every worker; resolves with the route table they agree on. */
   async start(): Promise<RouteTable> {
     const tables = await Promise.all(Array.from({ length: this.count }, (_, i) => this.spawn(i)));
-    const shape = (t: RouteTable) => JSON.stringify([t.routes, t.httpRoutes]);
+    const shape = (t: RouteTable) => JSON.stringify([t.routes, t.httpRoutes, t.staticDirs]);
     const first = shape(tables[0]!);
     if (tables.some((t) => shape(t) !== first)) {
       await this.terminateAll();
@@ -70,7 +73,7 @@ export class WorkerPool {
   }
 
   private spawn(index: number): Promise<RouteTable> {
-    const worker = new Worker(ENTRY, { workerData: { app: this.appSpecifier, index, rpc: this.rpc } });
+    const worker = new Worker(ENTRY, { workerData: { app: this.appSpecifier, index, rpc: this.rpc, compressThreshold: this.compressThreshold } });
     const slot: Slot = {
       worker,
       lastPong: Date.now(),
@@ -83,7 +86,7 @@ export class WorkerPool {
       const onMessage = (message: FromWorker) => {
         if (message.type === 'routes') {
           worker.off('message', onMessage);
-          resolve({ routes: message.routes, staticRoutes: message.staticRoutes, httpRoutes: message.httpRoutes });
+          resolve({ routes: message.routes, staticRoutes: message.staticRoutes, staticDirs: message.staticDirs, httpRoutes: message.httpRoutes });
         } else if (message.type === 'load-error') {
           worker.off('message', onMessage);
           reject(new SwitchboardError('ERR_APP_LOAD', deserializeError(message.error).message, {

@@ -324,6 +324,10 @@ impl Entry {
         {
             return self.end_session((1006, String::new()), false);
         }
+        if session.wants_another_turn() {
+            // A file of ours is being sent and the socket took all of it.
+            cx.again.push(key);
+        }
         if session.is_done() && !self.stream.has_buffered_output() {
             return self.end_session((1006, String::new()), true);
         }

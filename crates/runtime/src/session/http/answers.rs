@@ -83,7 +83,7 @@ impl Core {
     }
 
     /// A request answered by us is read (we do not read its body).
-    fn after_own(&mut self, close: bool, now: Instant) {
+    pub(super) fn after_own(&mut self, close: bool, now: Instant) {
         if close {
             self.last_request = true;
         }
@@ -136,6 +136,21 @@ impl Core {
     /// then it is held, and nothing more is read.
     pub(super) fn respond(&mut self, machine: &mut Machine, response: Vec<u8>, close: bool) {
         let outbound = &machine.connection.outbound;
+        if response.len() >= SHARE_FROM {
+            // A large response (a static file read whole) goes into the
+            // queue as it is, not copied into its coalescing buffer: the
+            // copy was a fifth of the time of a 64 KiB file.
+            if outbound.push_own_response(self.dispatched, &[], false) {
+                outbound.push_own_bytes(bytes::Bytes::from(response));
+                outbound.push_own_response(self.dispatched, &[], close);
+                if close {
+                    self.state = ReadState::Done;
+                }
+            } else {
+                self.state = ReadState::Held { response, close };
+            }
+            return;
+        }
         if outbound.push_own_response(self.dispatched, &response, close) {
             if close {
                 self.state = ReadState::Done;
@@ -159,9 +174,12 @@ impl Core {
     }
 }
 
+/// A response of ours from this size on is queued without a copy.
+const SHARE_FROM: usize = 16 * 1024;
+
 /// A whole response of ours: head (with `Content-Length: length`, the
 /// body's length even when `body` is empty for HEAD) and body.
-fn frame(
+pub(super) fn frame(
     status: u16,
     headers: &[u8],
     body: &[u8],

@@ -20,16 +20,20 @@
 use std::time::Instant;
 
 use switchboard_proto::http1::{
-    BodyDecoder, BodyKind, BodyLimits, HeadParser, RequestHead, Version,
+    BodyDecoder, BodyKind, BodyLimits, ContentCoding, HeadParser, RequestHead, Version,
 };
 
 mod answers;
+mod files;
 #[cfg(test)]
 mod tests;
 
 use super::Machine;
 use crate::errors;
-use crate::events::{Record, TlsRecord, REQUEST_BODY, REQUEST_HTTP10, REQUEST_KEEP_ALIVE};
+use crate::events::{
+    Record, TlsRecord, REQUEST_ACCEPTS_BR, REQUEST_ACCEPTS_GZIP, REQUEST_BODY, REQUEST_HTTP10,
+    REQUEST_KEEP_ALIVE,
+};
 use crate::http::routes::Routed;
 use crate::stats;
 use crate::tls::TlsInfo;
@@ -91,6 +95,9 @@ enum ReadState {
         response: Vec<u8>,
         close: bool,
     },
+    /// A static file of ours is being sent (`files.rs`); nothing more is
+    /// read until it is.
+    Sending(Box<files::FileSend>),
     /// Nothing more is read (the last response closes the connection).
     Done,
 }
@@ -134,7 +141,7 @@ impl HttpReader {
     /// Whether reading the socket is any use now.
     pub(super) fn wants_read(&self, machine: &Machine) -> bool {
         match self.core.state {
-            ReadState::Held { .. } | ReadState::Done => false,
+            ReadState::Held { .. } | ReadState::Sending(_) | ReadState::Done => false,
             ReadState::Body(_) => !self.core.body_window_full(machine),
             ReadState::Head => {
                 !self.core.closing_when_idle
@@ -195,7 +202,7 @@ impl HttpReader {
             }
             match &mut core.state {
                 ReadState::Done => return input.len(),
-                ReadState::Held { .. } => return at,
+                ReadState::Held { .. } | ReadState::Sending(_) => return at,
                 ReadState::Body(decoder) => {
                     let chunk = match decoder.decode(&input[at..]) {
                         Ok(chunk) => chunk,
@@ -261,7 +268,7 @@ impl HttpReader {
         let core = &mut self.core;
         let waiting = core.continue_owed.is_some()
             || match core.state {
-                ReadState::Held { .. } => true,
+                ReadState::Held { .. } | ReadState::Sending(_) => true,
                 ReadState::Head | ReadState::Done => core.in_flight() > 0,
                 ReadState::Body(_) => core.body_window_full(machine),
             };
@@ -296,7 +303,9 @@ impl HttpReader {
             };
             core.respond(machine, response, close);
         }
-        if core.closing_when_idle && core.in_flight() == 0 {
+        core.pump(machine, now);
+        let sending = matches!(core.state, ReadState::Sending(_));
+        if core.closing_when_idle && core.in_flight() == 0 && !sending {
             core.close_now(machine);
             return false;
         }
@@ -305,6 +314,11 @@ impl HttpReader {
         }
         self.core.await_if_blocked(machine);
         !could_read && self.wants_read(machine)
+    }
+
+    /// Whether a static file is being sent, its head queued.
+    pub(super) fn sending(&self) -> bool {
+        self.core.sending()
     }
 
     /// Whether nothing is in progress: no request partly read, none in
@@ -336,6 +350,7 @@ impl HttpReader {
                 Some(started) => Some(started + http.header_timeout),
                 None => Some(core.idle_since + http.keep_alive_timeout),
             },
+            ReadState::Sending(ref send) => send.deadline(http.body_timeout),
             ReadState::Held { .. } | ReadState::Done => None,
         }
     }
@@ -353,6 +368,7 @@ impl HttpReader {
                 let failure = errors::HTTP_REQUEST_TIMEOUT;
                 core.body_failed(machine, failure.status, &failure.reason());
             }
+            ReadState::Sending(_) => core.send_stalled(machine, now, body_timeout),
             ReadState::Head => match core.head_started {
                 Some(started) if now >= started + header_timeout => {
                     let failure = errors::HTTP_REQUEST_TIMEOUT;
@@ -399,7 +415,7 @@ impl Core {
         let blocked = match self.state {
             ReadState::Body(_) => self.body_window_full(machine),
             ReadState::Head => self.in_flight() >= machine.config().http.max_pipelined as u32,
-            ReadState::Held { .. } | ReadState::Done => false,
+            ReadState::Held { .. } | ReadState::Sending(_) | ReadState::Done => false,
         };
         if blocked {
             self.refresh(machine, true);
@@ -436,7 +452,18 @@ impl Core {
         self.last_request = !keep_alive;
         let server = machine.server.clone();
         let mut params = recycle(std::mem::take(&mut self.params));
-        let routed = server.http_routes.find(head.method, head.path, &mut params);
+        let mut routed = server.http_routes.find(head.method, head.path, &mut params);
+        while let Routed::Files(index) = routed {
+            if self.files(machine, index, &params, head, keep_alive, now) {
+                self.params = forget(params);
+                return;
+            }
+            // Missing in a directory that falls through: the routes it
+            // hid (none of which falls through, so this ends).
+            routed = server
+                .http_routes
+                .find_past_files(head.method, head.path, &mut params);
+        }
         match routed {
             Routed::Handler {
                 route,
@@ -490,6 +517,15 @@ impl Core {
                 if decoder.is_some() {
                     flags |= REQUEST_BODY;
                 }
+                if machine.config().http.compression.is_some() {
+                    // The coding the response may use, if JavaScript finds
+                    // it worth compressing (`http/compress.rs`).
+                    flags |= match head.accept_encoding.preferred() {
+                        Some(ContentCoding::Gzip) => REQUEST_ACCEPTS_GZIP,
+                        Some(ContentCoding::Br) => REQUEST_ACCEPTS_BR,
+                        None => 0,
+                    };
+                }
                 machine.queue().push(&Record::HttpRequest {
                     id,
                     route,
@@ -511,7 +547,8 @@ impl Core {
                 }
             }
             Routed::Fixed(index) => self.fixed(machine, index, head, keep_alive, now),
-            Routed::NotFound => {
+            // (Files were answered above.)
+            Routed::NotFound | Routed::Files(_) => {
                 let failure = if server.config.routes.iter().any(|r| r.matches(head.path)) {
                     errors::WS_UPGRADE_REQUIRED
                 } else {
