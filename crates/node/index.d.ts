@@ -278,6 +278,11 @@ export interface StaticDirOptions {
   /** `"ignore"` (default) or `"allow"`. */
   dotfiles?: string
   fallthrough?: boolean
+  /**
+   * Extra headers on every answer about a file (`static_header` checks
+   * them, and [`FILE_HEADERS`] are the file server's own).
+   */
+  headers?: Array<HeaderOptions>
 }
 
 /** A fixed response to `GET path`. */

@@ -9,12 +9,13 @@
 //                    {"type":"error","message"}
 // Close codes:       4009 the name is taken in that room; 1008 too many bad messages.
 //
-// Names are normalised (names.mjs: invisible characters removed, NFKC,
+// Names are normalised (public/names.mjs: invisible characters removed, NFKC,
 // white space collapsed) before they are checked and compared, so "sam" and
 // "sam" with a zero-width space are the same name, and the second is
-// refused as taken. The page and its script, style and icon are static
-// routes with a strict Content-Security-Policy (no inline script or style:
-// they are files of their own) and `X-Content-Type-Options: nosniff`.
+// refused as taken. The page and its script, style and icon (public/) are
+// static files the core serves, with a strict Content-Security-Policy (no
+// inline script or style: they are files of their own) and
+// `X-Content-Type-Options: nosniff`.
 //
 // REST: GET /api/rooms/<room> answers {"room","members":[{"id","name"}]}
 // from the same channel registry (404 for a malformed room name), so a
@@ -44,11 +45,12 @@
 // listed it will also receive its `leave`. Connection ids are never reused:
 // the page keeps the ids it saw leave and ignores them if a `welcome` that
 // raced with the `leave` still lists them.
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { defineApp, UpgradeRejection } from 'switchboard';
-import { MAX_NAME, normalizeName, normalizeRoom } from './names.mjs';
+import { MAX_NAME, normalizeName, normalizeRoom } from './public/names.mjs';
 
-const file = (name) => readFileSync(new URL(name, import.meta.url));
+/** The page and its files (served natively: validators, 304s, ranges). */
+const PUBLIC = fileURLToPath(new URL('./public', import.meta.url));
 
 const MAX_TEXT = 2000;
 const MAX_BAD_MESSAGES = 10;
@@ -76,15 +78,6 @@ const HEADERS = {
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
 };
-
-/** The page and its files: path, file, content type. */
-const FILES = [
-  ['/', 'index.html', 'text/html; charset=utf-8'],
-  ['/chat.js', 'chat.js', 'text/javascript; charset=utf-8'],
-  ['/names.mjs', 'names.mjs', 'text/javascript; charset=utf-8'],
-  ['/chat.css', 'chat.css', 'text/css; charset=utf-8'],
-  ['/favicon.svg', 'favicon.svg', 'image/svg+xml'],
-];
 
 const roomChannel = (room) => `room:${room}`;
 const userPrefix = (room) => `user:${room}:`;
@@ -123,9 +116,10 @@ export default defineApp((app) => {
     if (ws.data.badMessages >= MAX_BAD_MESSAGES) ws.end(1008, 'too many bad messages');
   }
 
-  for (const [path, name, contentType] of FILES) {
-    app.get(path, { body: file(name), contentType, headers: HEADERS });
-  }
+  // `/` is the page (public/index.html); its script, style and icon sit
+  // beside it. More specific routes (the REST endpoint, the WebSocket
+  // route) win over the directory's wildcard.
+  app.static('/', { root: PUBLIC, headers: HEADERS });
 
   /** The members of `room`, from the channel registry every worker shares. */
   function membersOf(room) {

@@ -13,11 +13,13 @@
 //   GET  /me                   who the session says you are
 //   POST /upload               multipart/form-data: each file's name, size and SHA-256
 //   GET  /feed                 server-sent events: a tick a second, and every new note
+//   GET  /app/                 a page using all of the above (public/), served natively
 //
 // State (the notes, the sessions) lives in this worker's memory: run with
 // WORKERS=1 (the default of server.mjs), or keep it in a shared store
 // (Redis) when requests may reach several workers.
 import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { HttpError, MemoryStore, Router, cors, defineApp, session } from 'switchboard';
 
 const notes = new Map();
@@ -32,6 +34,12 @@ const noteSchema = {
     text: { type: 'string', minLength: 1, maxLength: 500 },
     tag: { type: 'string', pattern: '^[a-z0-9-]{1,20}$' },
   },
+};
+
+/** The page's files load from its own origin only: no inline script or style. */
+const PAGE_HEADERS = {
+  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
 };
 
 function signedIn(req) {
@@ -51,7 +59,10 @@ export default defineApp((app) => {
     if (process.env.LOG === '1') console.log(`${req.method} ${req.url} ${res.statusCode}`);
   });
 
-  app.get('/', (req, res) => res.send('Switchboard HTTP example: try GET /api/notes\n'));
+  app.get('/', (req, res) => res.send('Switchboard HTTP example: try GET /api/notes, or open /app/\n'));
+  // The page and its script and style, from the I/O threads: ETag and
+  // Last-Modified validators, 304s, ranges, never a worker's time.
+  app.static('/app', { root: fileURLToPath(new URL('./public', import.meta.url)), headers: PAGE_HEADERS });
 
   const api = new Router();
   api.use(cors({ origin: true, credentials: true }));

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { MAX_NAME, MAX_NAME_INPUT, normalizeName } from '../../examples/chat/names.mjs';
+import { MAX_NAME, MAX_NAME_INPUT, normalizeName } from '../../examples/chat/public/names.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -75,6 +75,26 @@ test('GET / answers a plain-text greeting, on HTTP and on HTTPS (curl)', async (
   assert.match(stdout, /^Switchboard HTTP example/);
 });
 
+test('the page and its files are served natively, with their CSP and validators', async () => {
+  const moved = await fetch(`${base}/app`, { redirect: 'manual' });
+  assert.equal(moved.status, 301);
+  assert.equal(moved.headers.get('location'), '/app/');
+  const page = await fetch(`${base}/app/`);
+  assert.equal(page.status, 200);
+  assert.match(page.headers.get('content-type'), /^text\/html/);
+  assert.match(page.headers.get('content-security-policy'), /script-src 'self'/);
+  assert.match(await page.text(), /<script type="module" src="notes.js"><\/script>/);
+  for (const [file, type] of [['notes.js', /^text\/javascript/], ['notes.css', /^text\/css/]]) {
+    const res = await fetch(`${base}/app/${file}`);
+    assert.equal(res.status, 200, file);
+    assert.match(res.headers.get('content-type'), type, file);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff', file);
+    await res.arrayBuffer();
+    const again = await fetch(`${base}/app/${file}`, { headers: { 'if-none-match': res.headers.get('etag') } });
+    assert.equal(again.status, 304, `${file} revalidates`);
+  }
+});
+
 test('notes: validation, login with a session and a signed cookie, 401 without', async () => {
   const as = client();
   const anonymous = await as(`${base}/api/notes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'hi' }) });

@@ -71,6 +71,9 @@ pub struct StaticDirOptions {
     /// `"ignore"` (default) or `"allow"`.
     pub dotfiles: Option<String>,
     pub fallthrough: Option<bool>,
+    /// Extra headers on every answer about a file (`static_header` checks
+    /// them, and [`FILE_HEADERS`] are the file server's own).
+    pub headers: Option<Vec<HeaderOptions>>,
 }
 
 /// One HTTP route (`app.get(pattern, ...)` and the other methods).
@@ -209,6 +212,18 @@ const RESERVED_HEADERS: &[&str] = &[
     "upgrade",
 ];
 
+/// Headers a static directory may not set besides [`RESERVED_HEADERS`]:
+/// the ones the file server derives from the file and the request.
+const FILE_HEADERS: &[&str] = &[
+    "accept-ranges",
+    "cache-control",
+    "content-encoding",
+    "content-range",
+    "etag",
+    "last-modified",
+    "vary",
+];
+
 /// A header value the runtime may write verbatim: tab and visible ASCII
 /// (no CR or LF, so no header can be injected).
 fn header_value_ok(value: &str) -> bool {
@@ -217,9 +232,10 @@ fn header_value_ok(value: &str) -> bool {
         .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
 }
 
-/// Checks one response header of a static route (name a token of RFC
-/// 9110 §5.6.2, value as [`header_value_ok`], not reserved).
-fn static_header(path: &str, header: HeaderOptions) -> Result<(String, String)> {
+/// Checks one response header of a static route or directory (`owner`
+/// names it in errors): name a token of RFC 9110 §5.6.2, value as
+/// [`header_value_ok`], not reserved.
+fn static_header(owner: &str, header: HeaderOptions) -> Result<(String, String)> {
     let HeaderOptions { name, value } = header;
     let token = !name.is_empty()
         && name
@@ -227,17 +243,17 @@ fn static_header(path: &str, header: HeaderOptions) -> Result<(String, String)> 
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if !token {
         return Err(invalid(format!(
-            "ERR_INVALID_OPTION: static route {path}: header name {name:?} is not an HTTP token"
+            "ERR_INVALID_OPTION: {owner}: header name {name:?} is not an HTTP token"
         )));
     }
     if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
         return Err(invalid(format!(
-            "ERR_INVALID_OPTION: static route {path}: the server sets {name} itself"
+            "ERR_INVALID_OPTION: {owner}: the server sets {name} itself"
         )));
     }
     if !header_value_ok(&value) {
         return Err(invalid(format!(
-            "ERR_INVALID_OPTION: static route {path}: the value of {name} must be tab and visible ASCII (no CR, LF or other control characters)"
+            "ERR_INVALID_OPTION: {owner}: the value of {name} must be tab and visible ASCII (no CR, LF or other control characters)"
         )));
     }
     Ok((name, value))
@@ -254,7 +270,7 @@ fn static_route(options: StaticRouteOptions) -> Result<StaticRoute> {
         .headers
         .unwrap_or_default()
         .into_iter()
-        .map(|h| static_header(&options.path, h))
+        .map(|h| static_header(&format!("static route {}", options.path), h))
         .collect::<Result<_>>()?;
     Ok(StaticRoute {
         path: options.path,
@@ -307,6 +323,16 @@ fn static_dir(options: StaticDirOptions) -> Result<StaticDirConfig> {
     };
     if let Some(v) = options.fallthrough {
         dir.fallthrough = v;
+    }
+    let owner = format!("static {}", dir.prefix);
+    for header in options.headers.unwrap_or_default() {
+        if FILE_HEADERS.contains(&header.name.to_ascii_lowercase().as_str()) {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: {owner}: the file server sets {} itself (use maxAge and immutable for Cache-Control)",
+                header.name
+            )));
+        }
+        dir.headers.push(static_header(&owner, header)?);
     }
     Ok(dir)
 }

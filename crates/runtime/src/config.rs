@@ -146,6 +146,11 @@ pub struct StaticDirConfig {
     /// JavaScript route for the same path, `app.all('/static/*')`), else
     /// 404. Default false: a miss is a native 404.
     pub fallthrough: bool,
+    /// Extra headers on every answer about a file (200, 206 and 304):
+    /// security headers such as `Content-Security-Policy` for a site's
+    /// pages. Validated by the binding as [`StaticRoute::headers`] are,
+    /// and none of the headers the file server writes itself.
+    pub headers: Vec<(String, String)>,
 }
 
 impl StaticDirConfig {
@@ -160,6 +165,7 @@ impl StaticDirConfig {
             precompressed: true,
             dotfiles: DotFiles::Ignore,
             fallthrough: false,
+            headers: Vec::new(),
         }
     }
 }

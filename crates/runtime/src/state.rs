@@ -77,6 +77,7 @@ pub struct ServerState {
     pub stopping: AtomicBool,
     next_id: AtomicU64,
     next_worker: AtomicUsize,
+    next_http_worker: AtomicUsize,
 }
 
 impl ServerState {
@@ -99,6 +100,7 @@ impl ServerState {
             stopping: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             next_worker: AtomicUsize::new(0),
+            next_http_worker: AtomicUsize::new(0),
             config,
         })
     }
@@ -109,9 +111,18 @@ impl ServerState {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Round-robin pinning of a new connection to a worker.
+    /// Round-robin pinning of a new long-lived connection (WebSocket,
+    /// RPC) to a worker.
     pub fn pick_worker(&self) -> usize {
         self.next_worker.fetch_add(1, Ordering::Relaxed) % self.queues.len()
+    }
+
+    /// Round-robin pinning of a new HTTP connection, on a turn of its own:
+    /// a page's burst of short HTTP connections (its assets, served
+    /// natively, never reach a worker at all) must not skew how the
+    /// long-lived connections spread over the workers.
+    pub fn pick_http_worker(&self) -> usize {
+        self.next_http_worker.fetch_add(1, Ordering::Relaxed) % self.queues.len()
     }
 
     /// Count a new connection in, unless `max_connections` are in already.

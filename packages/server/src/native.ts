@@ -67,6 +67,7 @@ export interface NativeStaticDir {
   precompressed?: boolean;
   dotfiles?: 'ignore' | 'allow';
   fallthrough?: boolean;
+  headers?: { name: string; value: string }[];
 }
 
 /** One HTTP route (`crates/node/src/options.rs`, `HttpRouteOptions`). */

@@ -286,28 +286,51 @@ export function nativeStaticRoute(path: string, response: StaticResponse): Nativ
   }
   const body = typeof response.body === 'string' ? Buffer.from(response.body) : Buffer.from(response.body);
   const route: NativeStaticRoute = { path, contentType, body };
-  if (response.headers !== undefined) {
-    if (response.headers === null || typeof response.headers !== 'object') {
-      throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: headers must be an object of names and values`);
-    }
-    route.headers = Object.entries(response.headers).map(([name, value]) => {
-      if (!TOKEN.test(name)) {
-        throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: header name ${JSON.stringify(name)} is not an HTTP token`);
-      }
-      if (RESERVED_HEADERS.has(name.toLowerCase())) {
-        const hint = name.toLowerCase() === 'content-type' ? ' (use contentType)' : '';
-        throw new SwitchboardError('ERR_INVALID_OPTION', `static route ${path}: the server sets ${name} itself${hint}`);
-      }
-      if (typeof value !== 'string' || !HEADER_VALUE.test(value)) {
-        throw new SwitchboardError(
-          'ERR_INVALID_OPTION',
-          `static route ${path}: the value of ${name} must be a string of tab and visible ASCII (no CR, LF or other control characters)`,
-        );
-      }
-      return { name, value };
-    });
-  }
+  if (response.headers !== undefined) route.headers = checkedHeaders(`static route ${path}`, response.headers);
   return route;
+}
+
+/** Headers a static directory may not set besides `RESERVED_HEADERS`: the file server derives them from the file and the request. */
+export const FILE_HEADERS: ReadonlySet<string> = new Set([
+  'accept-ranges',
+  'cache-control',
+  'content-encoding',
+  'content-range',
+  'etag',
+  'last-modified',
+  'vary',
+]);
+
+/**
+ * Extra headers of a static route or directory (`owner` names it in
+ * errors), checked: token names, values of tab and visible ASCII, none of
+ * `RESERVED_HEADERS` or `alsoReserved`. The binding checks them again.
+ */
+export function checkedHeaders(
+  owner: string,
+  headers: unknown,
+  alsoReserved: ReadonlySet<string> = new Set(),
+): { name: string; value: string }[] {
+  if (headers === null || typeof headers !== 'object') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `${owner}: headers must be an object of names and values`);
+  }
+  return Object.entries(headers).map(([name, value]: [string, unknown]) => {
+    if (!TOKEN.test(name)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `${owner}: header name ${JSON.stringify(name)} is not an HTTP token`);
+    }
+    const lower = name.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || alsoReserved.has(lower)) {
+      const hint = lower === 'content-type' && alsoReserved.size === 0 ? ' (use contentType)' : lower === 'cache-control' ? ' (use maxAge and immutable)' : '';
+      throw new SwitchboardError('ERR_INVALID_OPTION', `${owner}: the server sets ${name} itself${hint}`);
+    }
+    if (typeof value !== 'string' || !HEADER_VALUE.test(value)) {
+      throw new SwitchboardError(
+        'ERR_INVALID_OPTION',
+        `${owner}: the value of ${name} must be a string of tab and visible ASCII (no CR, LF or other control characters)`,
+      );
+    }
+    return { name, value };
+  });
 }
 
 /** Server options as the native layer takes them (routes added by the caller). */

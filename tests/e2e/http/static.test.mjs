@@ -161,6 +161,28 @@ test('If-None-Match and If-Modified-Since give 304, and the validators say when 
   assert.equal((await fetch(url, { headers: { 'If-Modified-Since': lastModified } })).status, 304);
 });
 
+test('a directory\'s headers come with every answer about a file: 200, 206 and 304', async (t) => {
+  const csp = "default-src 'self'";
+  const { port } = await serve(t, (app) => {
+    app.static('/site', { root, headers: { 'Content-Security-Policy': csp, 'X-Content-Type-Options': 'nosniff' } });
+  });
+  const whole = await get(port, '/site/a.txt');
+  assert.equal(whole.status, 200);
+  assert.equal(whole.headers['content-security-policy'], csp);
+  assert.equal(whole.headers['x-content-type-options'], 'nosniff');
+  assert.equal(whole.body.toString(), files['a.txt']);
+  const part = await get(port, '/site/digits.txt', { Range: 'bytes=0-3' });
+  assert.equal(part.status, 206);
+  assert.equal(part.headers['content-security-policy'], csp);
+  const again = await get(port, '/site/a.txt', { 'If-None-Match': whole.headers.etag });
+  assert.equal(again.status, 304);
+  assert.equal(again.headers['content-security-policy'], csp);
+  const other = await get(port, '/static/a.txt');
+  assert.equal(other.headers['content-security-policy'], undefined, 'another directory has its own headers');
+  const missing = await get(port, '/site/nothing.txt');
+  assert.equal(missing.status, 404);
+});
+
 test('ranges: 206 for one range, open and suffix forms, 416 past the end, the whole file otherwise', async (t) => {
   const { port } = await serve(t);
   const digits = files['digits.txt'];
@@ -471,6 +493,11 @@ test('options are checked when the directory is registered', async () => {
   refused('/x', { root, immutable: 'yes' }, /immutable/);
   refused('/x', { root, maxage: 5 }, /unknown option/);
   refused('/x', null, /options/);
+  refused('/x', { root, headers: { 'Bad Name': 'x' } }, /not an HTTP token/);
+  refused('/x', { root, headers: { 'X-A': 'a\r\nInjected: yes' } }, /visible ASCII/);
+  refused('/x', { root, headers: { ETag: '"mine"' } }, /sets ETag itself/);
+  refused('/x', { root, headers: { 'Cache-Control': 'no-store' } }, /use maxAge/);
+  refused('/x', { root, headers: { 'Content-Length': '5' } }, /sets Content-Length itself/);
   app.static('/ok/', { root });
   refused('/ok', { root }, /served there already/);
 });

@@ -7,6 +7,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import type { NativeStaticDir } from '../native.js';
 import { SwitchboardError } from '../errors.js';
+import { checkedHeaders, FILE_HEADERS } from '../options.js';
 
 /** Options of `app.static(prefix, options)`. */
 export interface StaticOptions {
@@ -24,9 +25,15 @@ export interface StaticOptions {
   dotfiles?: 'ignore' | 'allow';
   /** A missing file goes on to the other routes for its path instead of a 404. Default false. */
   fallthrough?: boolean;
+  /**
+   * Extra headers on every answer about a file (200, 206, 304), such as
+   * `Content-Security-Policy`. Not the ones the file server writes itself
+   * (`Cache-Control`, `ETag`, `Last-Modified`, `Content-Type`, ...). Default none.
+   */
+  headers?: Readonly<Record<string, string>>;
 }
 
-const KNOWN = new Set(['root', 'index', 'maxAge', 'immutable', 'precompressed', 'dotfiles', 'fallthrough']);
+const KNOWN = new Set(['root', 'index', 'maxAge', 'immutable', 'precompressed', 'dotfiles', 'fallthrough', 'headers']);
 /** A static path segment the route table takes: no parameter, wildcard, query, fragment, space or control character. */
 const SEGMENT = /^[^/:*?#\s\x00-\x1f\x7f]+$/;
 
@@ -62,7 +69,7 @@ export function nativeStaticDir(prefix: string, options: StaticOptions): NativeS
   }
   if (!statSync(root).isDirectory()) fail(prefix, `root ${JSON.stringify(options.root)} is not a directory`);
   const dir: NativeStaticDir = { prefix: normal, root };
-  const { index, maxAge, immutable, precompressed, dotfiles, fallthrough } = options;
+  const { index, maxAge, immutable, precompressed, dotfiles, fallthrough, headers } = options;
   if (index !== undefined) {
     if (index === false || index === '') dir.index = '';
     else if (typeof index !== 'string' || /[/\\\0]/.test(index) || index === '.' || index === '..') {
@@ -87,5 +94,6 @@ export function nativeStaticDir(prefix: string, options: StaticOptions): NativeS
     if (dotfiles !== 'ignore' && dotfiles !== 'allow') fail(prefix, `dotfiles must be 'ignore' or 'allow', got ${JSON.stringify(dotfiles)}`);
     dir.dotfiles = dotfiles;
   }
+  if (headers !== undefined) dir.headers = checkedHeaders(`app.static(${JSON.stringify(prefix)})`, headers, FILE_HEADERS);
   return dir;
 }

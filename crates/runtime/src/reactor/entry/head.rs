@@ -162,7 +162,7 @@ impl Entry {
         let server = cx.server;
         let accepted = Accepted {
             id: server.next_id(),
-            worker: server.pick_worker(),
+            worker: server.pick_http_worker(),
             kind: ConnectionKind::Http,
             route: None,
             transport: Transport::Tcp,

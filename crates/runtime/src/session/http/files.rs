@@ -252,6 +252,9 @@ impl Core {
             Plan::Whole => (200, 0, size),
             Plan::Part { start, end } => (206, start, end - start + 1),
         };
+        for (name, value) in &dir.headers {
+            line(name, value);
+        }
         line("ETag", &etag);
         line(
             "Last-Modified",
