@@ -96,6 +96,13 @@ export interface CompressionOptions {
 }
 
 /**
+ * The `Content-Type` the core sends a file with, by its name's extension
+ * (`application/octet-stream` for any other): what `res.attachment` and
+ * `inject()` use, so they cannot disagree with the core.
+ */
+export declare function contentTypeOf(name: string): string
+
+/**
  * Defer the I/O wake-ups of sends made on this thread until `uncork` (the
  * dispatcher corks around each batch; `ws.cork(fn)` around `fn`). Nests.
  */
@@ -158,6 +165,17 @@ export interface HttpCompressionOptions {
  * answered without reading all of it: the core discards the rest.
  */
 export declare function httpDiscardBody(server: number, connection: number, body: number): void
+
+/**
+ * Answer the first response in line of HTTP connection `connection` with
+ * a file (`res.file`): the order is handed to the connection's I/O
+ * thread, which opens and sends the file (this thread touches no disk)
+ * and reports how it went (`HTTP_FILE_DONE`). `headers` is the handler's
+ * header lines (`Name: value`, each ending with CRLF), `requestHeaders`
+ * the request's lines as received, `flags` the `FILE_*` bits
+ * (`http/flags.ts`). Returns the send status (3: the connection is gone).
+ */
+export declare function httpFile(server: number, connection: number, status: number, headers: string, path: string, root: string | undefined | null, requestHeaders: Buffer, flags: number, maxAge: number): number
 
 /** Options of plain HTTP requests (`ServerOptions.http` in TypeScript). */
 export interface HttpOptions {

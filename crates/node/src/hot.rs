@@ -82,3 +82,46 @@ pub fn http_discard_body(server: u32, connection: i64, body: u32) {
         s.http_discard_body(crate::id_from_js(connection), body)
     });
 }
+
+/// Answer the first response in line of HTTP connection `connection` with
+/// a file (`res.file`): the order is handed to the connection's I/O
+/// thread, which opens and sends the file (this thread touches no disk)
+/// and reports how it went (`HTTP_FILE_DONE`). `headers` is the handler's
+/// header lines (`Name: value`, each ending with CRLF), `requestHeaders`
+/// the request's lines as received, `flags` the `FILE_*` bits
+/// (`http/flags.ts`). Returns the send status (3: the connection is gone).
+#[allow(clippy::too_many_arguments)]
+#[napi]
+pub fn http_file(
+    server: u32,
+    connection: i64,
+    status: u32,
+    headers: String,
+    path: String,
+    root: Option<String>,
+    request_headers: Buffer,
+    flags: u32,
+    max_age: u32,
+) -> u32 {
+    let order = switchboard_runtime::http::FileOrder {
+        status: u16::try_from(status).unwrap_or(200),
+        headers: headers.into_bytes(),
+        path: path.into_bytes(),
+        root: root.map(std::path::PathBuf::from),
+        request_headers: request_headers.to_vec(),
+        flags,
+        max_age,
+    };
+    with_server(server, |s| {
+        s.http_file(crate::id_from_js(connection), order) as u32
+    })
+    .unwrap_or(3)
+}
+
+/// The `Content-Type` the core sends a file with, by its name's extension
+/// (`application/octet-stream` for any other): what `res.attachment` and
+/// `inject()` use, so they cannot disagree with the core.
+#[napi]
+pub fn content_type_of(name: String) -> &'static str {
+    switchboard_runtime::http::content_type_of(std::path::Path::new(&name))
+}

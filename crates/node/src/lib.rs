@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use switchboard_runtime::channels::PublishTarget;
 use switchboard_runtime::{ListenerConfig, Protocol, Server, UpgradeDecision};
 
-pub use hot::{drain_events, http_body_consumed, http_discard_body};
+pub use hot::{content_type_of, drain_events, http_body_consumed, http_discard_body, http_file};
 pub use options::{
     CompressionOptions, RouteOptions, RpcOptions, ServerOptions, SniCertificate,
     StaticRouteOptions, TlsListenOptions,

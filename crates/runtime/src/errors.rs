@@ -82,7 +82,7 @@ pub const HTTP_NOT_FOUND: Failure = Failure::new(
     "ERR_HTTP_NOT_FOUND",
     404,
     "",
-    "No route or static response at this path.",
+    "No route or static response at this path; also the error `res.file` gives when its file does not exist or its path is refused.",
 );
 pub const HTTP_METHOD_NOT_ALLOWED: Failure = Failure::new(
     "ERR_HTTP_METHOD_NOT_ALLOWED",
@@ -94,13 +94,13 @@ pub const HTTP_PRECONDITION_FAILED: Failure = Failure::new(
     "ERR_HTTP_PRECONDITION_FAILED",
     412,
     "",
-    "A static file's `If-Match` or `If-Unmodified-Since` does not hold: the file changed.",
+    "A file's (`app.static`, `res.file`) `If-Match` or `If-Unmodified-Since` does not hold: the file changed.",
 );
 pub const HTTP_RANGE_NOT_SATISFIABLE: Failure = Failure::new(
     "ERR_HTTP_RANGE_NOT_SATISFIABLE",
     416,
     "",
-    "A static file's `Range` starts past its end (`Content-Range: bytes */<size>` gives the size).",
+    "A file's (`app.static`, `res.file`) `Range` starts past its end (`Content-Range: bytes */<size>` gives the size).",
 );
 pub const WS_NO_ROUTE: Failure = Failure::new(
     "ERR_WS_NO_ROUTE",

@@ -134,6 +134,17 @@ impl Server {
         }
     }
 
+    /// Answer the first response in line of an HTTP connection with a
+    /// file (`res.file`): the order goes to the connection's I/O thread,
+    /// which opens and sends the file and reports how it went
+    /// (`HTTP_FILE_DONE`); this thread does no disk access.
+    pub fn http_file(&self, conn: u64, order: crate::http::FileOrder) -> SendStatus {
+        match self.http_connection(conn) {
+            Some(connection) => connection.outbound.order_file(Box::new(order)),
+            None => SendStatus::Closed,
+        }
+    }
+
     /// The handlers of an HTTP connection consumed `bytes` more of its
     /// request bodies (`outbound/http.rs`).
     pub fn http_body_consumed(&self, conn: u64, bytes: u64) {

@@ -30,7 +30,7 @@ export const ERROR_CODES = {
   ERR_HTTP_INVALID_BODY: { kind: 'http', value: 400, description: '`req.json()` found a body that is not valid JSON.' },
   ERR_HTTP_BODY_CONSUMED: { kind: 'throw', value: 0, description: 'A request body was read twice (`buffer()`, `text()`, `json()`, iteration: one of them, once).' },
   ERR_HTTP_INTERNAL: { kind: 'http', value: 500, description: 'A handler failed with an error that carries no 4xx/5xx status; reported by `handlerError` (the message is not sent to the client).' },
-  ERR_HTTP_CLIENT_GONE: { kind: 'throw', value: 0, description: 'The reason `req.signal` aborts and a body read rejects with: the connection closed before the response ended.' },
+  ERR_HTTP_CLIENT_GONE: { kind: 'throw', value: 0, description: 'The reason `req.signal` aborts and a body read rejects with: the connection closed before the response ended; also what a `res.file` callback gets when the client left before the file was sent.' },
   ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { kind: 'http', value: 415, description: 'The body has a type the handler does not read: `req.multipart()` of a body that is not `multipart/form-data`, or a route with `schema.body` and a body that is not JSON.' },
   ERR_HTTP_MULTIPART_LIMIT: { kind: 'http', value: 413, description: 'A multipart body crossed one of `req.multipart()`\'s limits (`parts`, `files`, `fields`, `fieldSize`, `fileSize`); the message and the error\'s `limit` name it.' },
   ERR_HTTP_MULTIPART_MALFORMED: { kind: 'http', value: 400, description: 'A multipart body could not be parsed: no boundary, a boundary that never comes, a bad part head, or a body that ends before the closing boundary.' },

@@ -37,6 +37,11 @@
 //! - `HTTP_BODY_ERROR` (11): id, u16 status, reason (the rest): the body of
 //!   the latest request cannot be read to its end (malformed, too large,
 //!   too slow); the connection closes after the responses in flight.
+//! - `HTTP_FILE_DONE` (12): id, u16 status, u8 sent: the file the first
+//!   response in line was to be answered with (`res.file`) is queued whole
+//!   with this status (`sent` 1: 200, 206, 304, 412, 416 or the handler's
+//!   own), or was not sent (`sent` 0: 404 missing or refused, 400 a
+//!   malformed path): the response is the handler's again.
 
 use crate::tls::TlsInfo;
 
@@ -51,6 +56,7 @@ pub const KIND_HTTP_OPEN: u8 = 8;
 pub const KIND_HTTP_REQUEST: u8 = 9;
 pub const KIND_HTTP_BODY: u8 = 10;
 pub const KIND_HTTP_BODY_ERROR: u8 = 11;
+pub const KIND_HTTP_FILE_DONE: u8 = 12;
 
 /// `HTTP_REQUEST` flag: the connection stays open after the response
 /// (HTTP/1.1 without `Connection: close`, HTTP/1.0 with `keep-alive`).
@@ -186,6 +192,9 @@ pub enum Record<'a> {
         status: u16,
         reason: &'a str,
     },
+    /// A handler's file went out with this status, or (`sent` false) was
+    /// not found.
+    HttpFileDone { id: u64, status: u16, sent: bool },
 }
 
 /// A record's bytes do not follow the layout.
@@ -206,6 +215,7 @@ impl<'a> Record<'a> {
             Record::HttpRequest { .. } => KIND_HTTP_REQUEST,
             Record::HttpBody { .. } => KIND_HTTP_BODY,
             Record::HttpBodyError { .. } => KIND_HTTP_BODY_ERROR,
+            Record::HttpFileDone { .. } => KIND_HTTP_FILE_DONE,
         }
     }
 
@@ -324,6 +334,11 @@ impl<'a> Record<'a> {
                 put_id(out, *id);
                 put_u16(out, *status);
                 out.extend_from_slice(reason.as_bytes());
+            }
+            Record::HttpFileDone { id, status, sent } => {
+                put_id(out, *id);
+                put_u16(out, *status);
+                out.push(u8::from(*sent));
             }
         }
     }
@@ -444,6 +459,11 @@ impl<'a> Record<'a> {
                 id: r.id()?,
                 status: r.u16()?,
                 reason: utf8(r.rest())?,
+            },
+            KIND_HTTP_FILE_DONE => Record::HttpFileDone {
+                id: r.id()?,
+                status: r.u16()?,
+                sent: r.flag()?,
             },
             _ => return Err(Malformed("unknown kind")),
         };

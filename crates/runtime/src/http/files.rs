@@ -44,6 +44,21 @@ pub(crate) struct SafePath {
 /// a browser asks for.
 pub(crate) fn safe_path(raw: &str, dotfiles: DotFiles) -> Result<SafePath, PathError> {
     let decoded = percent_decode(raw.as_bytes())?;
+    check_names(decoded, dotfiles)
+}
+
+/// A path a handler names (`res.file(path, { root })`): a file system
+/// path, not a URL, so it is not percent-decoded (a handler passes
+/// `req.params`, decoded already: decoding again would turn a name with
+/// `%2e` in it into `.`), but held to the same names as a request's: no
+/// `..`, `.`, empty name, backslash, NUL or (unless allowed) dotfile. An
+/// absolute path without a root is checked from its first name on.
+pub(crate) fn safe_relative(path: &[u8], dotfiles: DotFiles) -> Result<SafePath, PathError> {
+    check_names(path.to_vec(), dotfiles)
+}
+
+/// The checks of [`safe_path`] on a decoded path.
+fn check_names(decoded: Vec<u8>, dotfiles: DotFiles) -> Result<SafePath, PathError> {
     if decoded.contains(&0) {
         return Err(PathError::Malformed("a NUL in the path"));
     }
@@ -182,13 +197,67 @@ pub(crate) struct Conditions<'a> {
     pub range: Option<&'a [u8]>,
 }
 
+impl<'a> Conditions<'a> {
+    /// The conditions in a request's header lines as received (`Name:
+    /// value\r\n` each, what `HTTP_REQUEST` carried to JavaScript and
+    /// `res.file` hands back).
+    pub(crate) fn from_lines(lines: &'a [u8]) -> Self {
+        Conditions {
+            if_match: header_in(lines, "if-match"),
+            if_none_match: header_in(lines, "if-none-match"),
+            if_modified_since: header_in(lines, "if-modified-since"),
+            if_unmodified_since: header_in(lines, "if-unmodified-since"),
+            if_range: header_in(lines, "if-range"),
+            range: header_in(lines, "range"),
+        }
+    }
+}
+
+/// Every `name: value` line of `lines` (`Name: value\r\n` each), the
+/// name compared case-insensitively, the value without surrounding
+/// whitespace. Lines without a colon are skipped: the lines come from the
+/// strict parser, or from a handler's own headers, checked in JavaScript.
+pub(crate) fn headers_in<'a, 'n>(
+    lines: &'a [u8],
+    name: &'n str,
+) -> impl Iterator<Item = &'a [u8]> + 'n
+where
+    'a: 'n,
+{
+    lines.split(|&b| b == b'\n').filter_map(move |line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        line[..colon]
+            .eq_ignore_ascii_case(name.as_bytes())
+            .then(|| trim(&line[colon + 1..]))
+    })
+}
+
+/// The first `name` header of `lines` (see [`headers_in`]).
+pub(crate) fn header_in<'a>(lines: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    headers_in(lines, name).next()
+}
+
+/// What every line of `Accept-Encoding` in `lines` accepts.
+pub(crate) fn accept_encoding_in(lines: &[u8]) -> AcceptEncoding {
+    let mut accept = AcceptEncoding::default();
+    for value in headers_in(lines, "accept-encoding") {
+        accept.add(value);
+    }
+    accept
+}
+
 /// The file (or variant) a request is answered with.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Validators<'a> {
-    /// As [`etag`] wrote it, quotes included.
-    pub etag: &'a str,
-    /// `Last-Modified`, in whole seconds since the epoch.
-    pub modified: u64,
+    /// As [`etag`] wrote it, quotes included; `None` when the response
+    /// carries no `ETag` (`res.file(path, { etag: false })`): then no
+    /// entity-tag condition can match but `*`.
+    pub etag: Option<&'a str>,
+    /// `Last-Modified`, in whole seconds since the epoch; `None` when the
+    /// response carries none: date conditions are then ignored (§13.1.3
+    /// and §13.1.4 evaluate them against a `Last-Modified` the server has).
+    pub modified: Option<u64>,
     pub size: u64,
 }
 
@@ -216,8 +285,11 @@ pub(crate) fn plan(conditions: &Conditions<'_>, file: &Validators<'_>, get: bool
         if !tag_list_matches(value, file.etag, Compare::Strong) {
             return Plan::PreconditionFailed;
         }
-    } else if let Some(since) = conditions.if_unmodified_since.and_then(HttpDate::parse) {
-        if file.modified > since {
+    } else if let (Some(since), Some(modified)) = (
+        conditions.if_unmodified_since.and_then(HttpDate::parse),
+        file.modified,
+    ) {
+        if modified > since {
             return Plan::PreconditionFailed;
         }
     }
@@ -227,8 +299,11 @@ pub(crate) fn plan(conditions: &Conditions<'_>, file: &Validators<'_>, get: bool
         if tag_list_matches(value, file.etag, Compare::Weak) {
             return Plan::NotModified;
         }
-    } else if let Some(since) = conditions.if_modified_since.and_then(HttpDate::parse) {
-        if file.modified <= since {
+    } else if let (Some(since), Some(modified)) = (
+        conditions.if_modified_since.and_then(HttpDate::parse),
+        file.modified,
+    ) {
+        if modified <= since {
             return Plan::NotModified;
         }
     }
@@ -260,12 +335,15 @@ enum Compare {
 /// Whether an `If-Match` / `If-None-Match` value (`*`, or a list of
 /// entity-tags) names `etag` (ours, strong). A malformed list matches
 /// nothing from the first malformed member on.
-fn tag_list_matches(value: &[u8], etag: &str, compare: Compare) -> bool {
+fn tag_list_matches(value: &[u8], etag: Option<&str>, compare: Compare) -> bool {
     let value = trim(value);
     if value == b"*" {
         // The file exists, which is all `*` asks.
         return true;
     }
+    let Some(etag) = etag else {
+        return false;
+    };
     let mut rest = value;
     loop {
         rest = trim_start(rest);
@@ -316,10 +394,11 @@ fn if_range_holds(value: &[u8], file: &Validators<'_>) -> bool {
     if value.starts_with(b"\"") || value.starts_with(b"W/") {
         return matches!(
             entity_tag(value),
-            Some((tag, false, rest)) if tag == file.etag.as_bytes() && trim(rest).is_empty()
+            Some((tag, false, rest))
+                if Some(tag) == file.etag.map(str::as_bytes) && trim(rest).is_empty()
         );
     }
-    HttpDate::parse(value) == Some(file.modified)
+    file.modified.is_some() && HttpDate::parse(value) == file.modified
 }
 
 /// What a `Range` header asks of a file of `size` bytes.

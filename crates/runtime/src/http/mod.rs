@@ -11,11 +11,18 @@
 pub(crate) mod compress;
 pub(crate) mod date;
 pub(crate) use date::with_date;
+pub mod file_order;
 pub(crate) mod files;
 pub mod respond;
 pub(crate) mod router;
 pub(crate) mod routes;
 
+pub use file_order::FileOrder;
+
+/// The `Content-Type` a file is sent with, by its extension.
+pub fn content_type_of(name: &std::path::Path) -> &'static str {
+    files::content_type(name)
+}
 pub use router::RouteError;
 pub use routes::{InvalidRoute, RouteMatch, RouteTable};
 

@@ -15,14 +15,21 @@
 //! upload a handler reads slowly holds a bounded amount of memory. A
 //! handler that answers without reading its body has the rest discarded.
 //!
-//! The I/O thread learns of both without a wake-up per event: only while it
-//! waits (`awaited`) does an end, an acknowledgement or a discard wake it.
+//! **Files a handler sends** (`res.file`). The worker hands the order over
+//! here, under the same lock, behind the bytes of the responses before it,
+//! and wakes the I/O thread, which takes it with the progress and answers
+//! (the worker never touches the disk). The response ends when the I/O
+//! thread queued the file's last byte: it counts that end itself.
+//!
+//! The I/O thread learns of the rest without a wake-up per event: only while
+//! it waits (`awaited`) does an end, an acknowledgement or a discard wake it.
 
 use std::sync::atomic::Ordering;
 
 use bytes::{Bytes, BytesMut};
 
 use super::{OutItem, Outbound, SendStatus, State};
+use crate::http::FileOrder;
 
 /// What the I/O thread of an HTTP connection waits on.
 #[derive(Debug, Default)]
@@ -37,15 +44,20 @@ pub(super) struct Progress {
     discard_body: u32,
     /// The I/O thread waits: the next change wakes it.
     awaited: bool,
+    /// A file the first response in line is to be answered with. One at a
+    /// time: the worker holds the responses after it until it is sent.
+    file: Option<Box<FileOrder>>,
 }
 
 /// A snapshot of [`Progress`] for the I/O thread.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct HttpProgress {
     pub responses_ended: u32,
     pub body_consumed: u64,
     /// The body of this number (wrapping) is to be discarded.
     pub discard_body: Option<u32>,
+    /// A file to answer with (taken: the next snapshot has none).
+    pub file: Option<Box<FileOrder>>,
 }
 
 fn progress(state: &mut State) -> &mut Progress {
@@ -122,6 +134,47 @@ impl Outbound {
             responses_ended: progress.responses_ended,
             body_consumed: progress.body_consumed,
             discard_body: progress.discard_body.checked_sub(1),
+            file: progress.file.take(),
+        }
+    }
+
+    /// A worker: answer the first response in line with a file. The I/O
+    /// thread is woken at once, not at the worker's uncork: a direct write
+    /// at uncork would not wake it, and only it may open the file. Returns
+    /// `Closed` when the connection is gone.
+    pub fn order_file(&self, order: Box<FileOrder>) -> SendStatus {
+        let mut state = self.state.lock();
+        if state.closed || state.eviction.is_some() {
+            return SendStatus::Closed;
+        }
+        let progress = progress(&mut state);
+        progress.file = Some(order);
+        progress.awaited = false;
+        drop(state);
+        self.wake();
+        SendStatus::Sent
+    }
+
+    /// The I/O thread queued the last bytes of a response JavaScript
+    /// handed it (a file): count its end, and with `close` end the
+    /// connection after it. The I/O thread takes the queue next in this
+    /// same turn; a wake-up it awaited (a response of its own held behind
+    /// this one) brings it back for another.
+    pub fn end_own_response(&self, close: bool) {
+        let mut state = self.state.lock();
+        let progress = progress(&mut state);
+        progress.responses_ended = progress.responses_ended.wrapping_add(1);
+        let awaited = std::mem::take(&mut progress.awaited);
+        if close && !state.closed && state.eviction.is_none() {
+            state.items.push_back(OutItem::Close {
+                code: 1000,
+                reason: String::new(),
+                go_away: false,
+            });
+        }
+        drop(state);
+        if awaited {
+            self.wake();
         }
     }
 

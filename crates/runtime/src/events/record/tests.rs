@@ -136,6 +136,11 @@ fn record_of<'a>(v: &'a Value, bytes: &'a Bytes) -> Record<'a> {
             status: n("status") as u16,
             reason: s("reason"),
         },
+        "httpFileDone" => Record::HttpFileDone {
+            id,
+            status: n("status") as u16,
+            sent: v["sent"].as_bool().unwrap(),
+        },
         other => panic!("unknown kind {other}"),
     }
 }

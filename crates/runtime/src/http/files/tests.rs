@@ -149,8 +149,8 @@ const LATER: &[u8] = b"Sunday, 06-Nov-94 08:49:38 GMT";
 
 fn file() -> Validators<'static> {
     Validators {
-        etag: TAG,
-        modified: MODIFIED,
+        etag: Some(TAG),
+        modified: Some(MODIFIED),
         size: 1000,
     }
 }
@@ -426,4 +426,86 @@ fn a_sibling_by_the_clients_q_values() {
         "a malformed q-value says nothing"
     );
     assert_eq!(choose(Some("br;q=0.001, gzip;q=0"), true, true), Some(Br));
+}
+
+#[test]
+fn a_handlers_path_is_checked_without_decoding() {
+    let ok = safe_relative(b"reports/2024 q1.pdf", DotFiles::Ignore).expect("plain");
+    assert_eq!(ok.relative, Path::new("reports/2024 q1.pdf"));
+    // Not decoded: `%2e%2e` is a name of its own, not `..`.
+    let literal = safe_relative(b"%2e%2e/x", DotFiles::Ignore).expect("literal");
+    assert_eq!(literal.relative, Path::new("%2e%2e/x"));
+    for refused in [
+        &b"../secret"[..],
+        b"a/../../b",
+        b"a/./b",
+        b"a//b",
+        b"/etc/passwd",
+        b"a\\..\\b",
+        b".env",
+        b"a/.git/config",
+    ] {
+        assert_eq!(
+            safe_relative(refused, DotFiles::Ignore),
+            Err(PathError::Refused),
+            "{}",
+            String::from_utf8_lossy(refused)
+        );
+    }
+    assert!(matches!(
+        safe_relative(b"a\0b", DotFiles::Allow),
+        Err(PathError::Malformed(_))
+    ));
+    assert!(safe_relative(b".well-known/x", DotFiles::Allow).is_ok());
+}
+
+#[test]
+fn conditions_are_read_from_raw_header_lines() {
+    let lines = b"Host: x\r\nIF-NONE-MATCH:  \"a\" \r\nRange: bytes=0-9\r\nrange: bytes=5-6\r\n\
+Accept-Encoding: gzip;q=0.5\r\naccept-encoding: br\r\nX-If-Range: no\r\n";
+    let conditions = Conditions::from_lines(lines);
+    assert_eq!(conditions.if_none_match, Some(&b"\"a\""[..]));
+    assert_eq!(conditions.range, Some(&b"bytes=0-9"[..]), "the first line");
+    assert_eq!(conditions.if_range, None, "names compare whole");
+    assert_eq!(conditions.if_match, None);
+    let accept = accept_encoding_in(lines);
+    assert_eq!(accept.quality(ContentCoding::Gzip), 500);
+    assert_eq!(accept.quality(ContentCoding::Br), 1000, "every line counts");
+    assert!(!accept_encoding_in(b"Host: x\r\n").is_present());
+}
+
+#[test]
+fn without_validators_only_star_and_no_dates_match() {
+    let bare = Validators {
+        etag: None,
+        modified: None,
+        size: 1000,
+    };
+    let with = |conditions: Conditions<'static>| plan(&conditions, &bare, true);
+    let tag = Conditions {
+        if_none_match: Some(TAG.as_bytes()),
+        ..Conditions::default()
+    };
+    assert_eq!(with(tag), Plan::Whole, "no ETag: no tag matches");
+    let star = Conditions {
+        if_none_match: Some(b"*"),
+        ..Conditions::default()
+    };
+    assert_eq!(with(star), Plan::NotModified);
+    let if_match = Conditions {
+        if_match: Some(TAG.as_bytes()),
+        ..Conditions::default()
+    };
+    assert_eq!(with(if_match), Plan::PreconditionFailed);
+    let since = Conditions {
+        if_modified_since: Some(LATER),
+        ..Conditions::default()
+    };
+    assert_eq!(with(since), Plan::Whole, "no Last-Modified: dates ignored");
+    let if_range = Conditions {
+        range: Some(b"bytes=0-9"),
+        if_range: Some(DATE),
+        ..Conditions::default()
+    };
+    assert_eq!(with(if_range), Plan::Whole, "If-Range needs a validator");
 }

@@ -62,22 +62,8 @@ impl Core {
         now: Instant,
     ) {
         let close = !keep_alive || head.body != BodyKind::Empty;
-        let text = failure.reason();
-        let body: &[u8] = if head.method == Method::Head {
-            b""
-        } else {
-            text.as_bytes()
-        };
-        let mut headers = extra.to_vec();
-        headers.extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\n");
-        let response = frame(
-            failure.status,
-            &headers,
-            body,
-            text.len(),
-            !close,
-            head.version,
-        );
+        let head_only = head.method == Method::Head;
+        let response = failure_response(failure, extra, head_only, close, head.version);
         self.after_own(close, now);
         self.respond(machine, response, close);
     }
@@ -172,6 +158,22 @@ impl Core {
             machine.settle(1000, "");
         }
     }
+}
+
+/// The answer with a failure of ours: its text as a plain-text body (none
+/// for HEAD, with the length it would have), `extra` header lines first.
+pub(super) fn failure_response(
+    failure: Failure,
+    extra: &[u8],
+    head_only: bool,
+    close: bool,
+    version: Version,
+) -> Vec<u8> {
+    let text = failure.reason();
+    let body: &[u8] = if head_only { b"" } else { text.as_bytes() };
+    let mut headers = extra.to_vec();
+    headers.extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\n");
+    frame(failure.status, &headers, body, text.len(), !close, version)
 }
 
 /// A response of ours from this size on is queued without a copy.

@@ -16,31 +16,36 @@
 //! and the connection closes); a connection with nothing in progress
 //! closes after `keep_alive_timeout`. The time a handler takes has no
 //! native limit: JavaScript owns it.
+//!
+//! Files: `app.static`'s requests are answered here (`files.rs`), and a
+//! handler may hand its response over to be answered with a file
+//! (`res.file`: the order arrives with the queue's progress); both are
+//! decided by `serve.rs` and streamed by `sending.rs`.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
-use switchboard_proto::http1::{
-    BodyDecoder, BodyKind, BodyLimits, ContentCoding, HeadParser, RequestHead, Version,
-};
+use switchboard_proto::http1::{BodyDecoder, HeadParser};
 
 mod answers;
 mod files;
+#[cfg(test)]
+mod order_tests;
+mod request;
+mod sending;
+mod serve;
 #[cfg(test)]
 mod tests;
 
 use super::Machine;
 use crate::errors;
-use crate::events::{
-    Record, TlsRecord, REQUEST_ACCEPTS_BR, REQUEST_ACCEPTS_GZIP, REQUEST_BODY, REQUEST_HTTP10,
-    REQUEST_KEEP_ALIVE,
-};
-use crate::http::routes::Routed;
-use crate::stats;
+use crate::events::Record;
+use crate::http::FileOrder;
 use crate::tls::TlsInfo;
 
 /// The interim response that lets a client waiting on
 /// `Expect: 100-continue` send its body (RFC 9110 §10.1.1).
-const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+pub(super) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 pub(crate) struct HttpReader {
     parser: HeadParser,
@@ -84,6 +89,12 @@ struct Core {
     closing_when_idle: bool,
     /// Parameter values' storage, reused (see `recycle`).
     params: Vec<&'static str>,
+    /// Files being sent, the front one moving (`sending.rs`); while there
+    /// is one, nothing more is read.
+    sending: VecDeque<sending::FileSend>,
+    /// A handler's file order taken with the progress, answered in
+    /// `on_outbound`.
+    file_order: Option<Box<FileOrder>>,
 }
 
 enum ReadState {
@@ -95,9 +106,6 @@ enum ReadState {
         response: Vec<u8>,
         close: bool,
     },
-    /// A static file of ours is being sent (`files.rs`); nothing more is
-    /// read until it is.
-    Sending(Box<files::FileSend>),
     /// Nothing more is read (the last response closes the connection).
     Done,
 }
@@ -129,6 +137,8 @@ impl HttpReader {
                 last_request: false,
                 closing_when_idle: false,
                 params: Vec::new(),
+                sending: VecDeque::new(),
+                file_order: None,
             },
         }
     }
@@ -140,8 +150,11 @@ impl HttpReader {
 
     /// Whether reading the socket is any use now.
     pub(super) fn wants_read(&self, machine: &Machine) -> bool {
+        if !self.core.sending.is_empty() {
+            return false;
+        }
         match self.core.state {
-            ReadState::Held { .. } | ReadState::Sending(_) | ReadState::Done => false,
+            ReadState::Held { .. } | ReadState::Done => false,
             ReadState::Body(_) => !self.core.body_window_full(machine),
             ReadState::Head => {
                 !self.core.closing_when_idle
@@ -187,6 +200,10 @@ impl HttpReader {
         let mut at = 0;
         loop {
             let core = &mut self.core;
+            if !core.sending.is_empty() && !matches!(core.state, ReadState::Done) {
+                // A file is being sent: what follows waits.
+                return at;
+            }
             if matches!(core.state, ReadState::Body(_)) {
                 if at == input.len() {
                     return at;
@@ -202,7 +219,7 @@ impl HttpReader {
             }
             match &mut core.state {
                 ReadState::Done => return input.len(),
-                ReadState::Held { .. } | ReadState::Sending(_) => return at,
+                ReadState::Held { .. } => return at,
                 ReadState::Body(decoder) => {
                     let chunk = match decoder.decode(&input[at..]) {
                         Ok(chunk) => chunk,
@@ -266,11 +283,14 @@ impl HttpReader {
     pub(super) fn on_outbound(&mut self, machine: &mut Machine, now: Instant) -> bool {
         let could_read = self.wants_read(machine);
         let core = &mut self.core;
+        // A handler's file order can only be pending while its request is
+        // in flight (and `in_flight` as last read never undercounts).
         let waiting = core.continue_owed.is_some()
+            || !core.sending.is_empty()
+            || core.file_order.is_some()
             || match core.state {
-                ReadState::Held { .. } | ReadState::Sending(_) => true,
-                ReadState::Head | ReadState::Done => core.in_flight() > 0,
-                ReadState::Body(_) => core.body_window_full(machine),
+                ReadState::Held { .. } => true,
+                ReadState::Head | ReadState::Done | ReadState::Body(_) => core.in_flight() > 0,
             };
         if !waiting {
             return false;
@@ -295,6 +315,11 @@ impl HttpReader {
                 }
             }
         }
+        if let Some(order) = core.file_order.take() {
+            // Its response is first in line: ahead of a held response of
+            // ours, or a static file waiting for it.
+            core.answer_order(machine, &order, now);
+        }
         if let ReadState::Held { .. } = core.state {
             let ReadState::Held { response, close } =
                 std::mem::replace(&mut core.state, ReadState::Head)
@@ -304,7 +329,7 @@ impl HttpReader {
             core.respond(machine, response, close);
         }
         core.pump(machine, now);
-        let sending = matches!(core.state, ReadState::Sending(_));
+        let sending = !core.sending.is_empty();
         if core.closing_when_idle && core.in_flight() == 0 && !sending {
             core.close_now(machine);
             return false;
@@ -325,6 +350,7 @@ impl HttpReader {
     /// JavaScript's hands (as far as this side knows).
     pub(super) fn is_idle(&self) -> bool {
         matches!(self.core.state, ReadState::Head | ReadState::Done)
+            && self.core.sending.is_empty()
             && self.core.head_started.is_none()
             && self.core.in_flight() == 0
     }
@@ -335,7 +361,8 @@ impl HttpReader {
         let core = &mut self.core;
         core.closing_when_idle = true;
         core.refresh(machine, true);
-        if matches!(core.state, ReadState::Head) && core.in_flight() == 0 {
+        if matches!(core.state, ReadState::Head) && core.in_flight() == 0 && core.sending.is_empty()
+        {
             core.close_now(machine);
         }
     }
@@ -344,13 +371,15 @@ impl HttpReader {
     pub(super) fn next_deadline(&self, machine: &Machine) -> Option<Instant> {
         let http = &machine.config().http;
         let core = &self.core;
+        if let Some(send) = core.sending.front() {
+            return send.deadline(http.body_timeout);
+        }
         match core.state {
             ReadState::Body(_) => Some(machine.liveness.last_received + http.body_timeout),
             ReadState::Head => match core.head_started {
                 Some(started) => Some(started + http.header_timeout),
                 None => Some(core.idle_since + http.keep_alive_timeout),
             },
-            ReadState::Sending(ref send) => send.deadline(http.body_timeout),
             ReadState::Held { .. } | ReadState::Done => None,
         }
     }
@@ -363,12 +392,15 @@ impl HttpReader {
             http.keep_alive_timeout,
         );
         let core = &mut self.core;
+        if !core.sending.is_empty() {
+            core.send_stalled(machine, now, body_timeout);
+            return;
+        }
         match core.state {
             ReadState::Body(_) if now >= machine.liveness.last_received + body_timeout => {
                 let failure = errors::HTTP_REQUEST_TIMEOUT;
                 core.body_failed(machine, failure.status, &failure.reason());
             }
-            ReadState::Sending(_) => core.send_stalled(machine, now, body_timeout),
             ReadState::Head => match core.head_started {
                 Some(started) if now >= started + header_timeout => {
                     let failure = errors::HTTP_REQUEST_TIMEOUT;
@@ -400,6 +432,9 @@ impl Core {
     /// discard asked for); with `await_next` the next change wakes us.
     fn refresh(&mut self, machine: &Machine, await_next: bool) {
         let progress = machine.connection.outbound.http_progress(await_next);
+        if progress.file.is_some() {
+            self.file_order = progress.file;
+        }
         self.ended = progress.responses_ended;
         self.body_consumed = progress.body_consumed;
         let current = self.bodies.wrapping_sub(1);
@@ -415,9 +450,9 @@ impl Core {
         let blocked = match self.state {
             ReadState::Body(_) => self.body_window_full(machine),
             ReadState::Head => self.in_flight() >= machine.config().http.max_pipelined as u32,
-            ReadState::Held { .. } | ReadState::Sending(_) | ReadState::Done => false,
+            ReadState::Held { .. } | ReadState::Done => false,
         };
-        if blocked {
+        if blocked && self.sending.is_empty() {
             self.refresh(machine, true);
         }
     }
@@ -439,154 +474,4 @@ impl Core {
             ReadState::Head
         };
     }
-
-    fn on_request(&mut self, machine: &mut Machine, head: &RequestHead<'_, '_>, now: Instant) {
-        stats::add(&machine.server.stats.http_requests, 1);
-        // A request that asked to switch protocols is the connection's last
-        // even when served as plain HTTP (RFC 9110 §7.8 lets a server
-        // ignore an Upgrade it does not speak): a front end that tunnels
-        // after forwarding an Upgrade, without waiting for a 101, would
-        // otherwise pass whatever follows straight to us (h2c smuggling).
-        // llhttp stops reading there too.
-        let keep_alive = head.keep_alive && !head.upgrade && !self.closing_when_idle;
-        self.last_request = !keep_alive;
-        let server = machine.server.clone();
-        let mut params = recycle(std::mem::take(&mut self.params));
-        let mut routed = server.http_routes.find(head.method, head.path, &mut params);
-        while let Routed::Files(index) = routed {
-            if self.files(machine, index, &params, head, keep_alive, now) {
-                self.params = forget(params);
-                return;
-            }
-            // Missing in a directory that falls through: the routes it
-            // hid (none of which falls through, so this ends).
-            routed = server
-                .http_routes
-                .find_past_files(head.method, head.path, &mut params);
-        }
-        match routed {
-            Routed::Handler {
-                route,
-                max_body_bytes,
-            } => {
-                let decoder = match head.body {
-                    BodyKind::Empty => None,
-                    kind => {
-                        let limits = BodyLimits {
-                            max_body_bytes,
-                            ..BodyLimits::default()
-                        };
-                        match BodyDecoder::new(kind, limits) {
-                            Ok(decoder) => Some(decoder),
-                            Err(error) => {
-                                self.params = forget(params);
-                                self.reject(machine, error);
-                                return;
-                            }
-                        }
-                    }
-                };
-                if head.expect_continue && decoder.is_some() {
-                    // RFC 9110 §10.1.1: an immediate `100` (the route
-                    // exists and the declared body fits). Behind responses
-                    // still owed it would break their order: it is owed
-                    // until they ended, unless this request's own final
-                    // response comes first.
-                    let before = self.dispatched;
-                    let outbound = &machine.connection.outbound;
-                    if !outbound.push_own_response(before, CONTINUE, false) {
-                        self.continue_owed = Some(before);
-                    }
-                }
-                let id = machine.connection.id;
-                if !self.opened {
-                    self.opened = true;
-                    machine.queue().push(&Record::HttpOpen {
-                        id,
-                        remote: &self.remote,
-                        tls: self.tls.as_ref().map(TlsRecord::from),
-                    });
-                }
-                let mut flags = 0;
-                if keep_alive {
-                    flags |= REQUEST_KEEP_ALIVE;
-                }
-                if head.version == Version::Http10 {
-                    flags |= REQUEST_HTTP10;
-                }
-                if decoder.is_some() {
-                    flags |= REQUEST_BODY;
-                }
-                if machine.config().http.compression.is_some() {
-                    // The coding the response may use, if JavaScript finds
-                    // it worth compressing (`http/compress.rs`).
-                    flags |= match head.accept_encoding.preferred() {
-                        Some(ContentCoding::Gzip) => REQUEST_ACCEPTS_GZIP,
-                        Some(ContentCoding::Br) => REQUEST_ACCEPTS_BR,
-                        None => 0,
-                    };
-                }
-                machine.queue().push(&Record::HttpRequest {
-                    id,
-                    route,
-                    method: head.method.index(),
-                    flags,
-                    path: head.path,
-                    query: head.query.unwrap_or(""),
-                    params: params.clone(),
-                    headers: head.headers_raw,
-                });
-                self.dispatched = self.dispatched.wrapping_add(1);
-                match decoder {
-                    Some(decoder) => {
-                        self.bodies = self.bodies.wrapping_add(1);
-                        self.discarding = false;
-                        self.state = ReadState::Body(decoder);
-                    }
-                    None => self.request_read(now),
-                }
-            }
-            Routed::Fixed(index) => self.fixed(machine, index, head, keep_alive, now),
-            // (Files were answered above.)
-            Routed::NotFound | Routed::Files(_) => {
-                let failure = if server.config.routes.iter().any(|r| r.matches(head.path)) {
-                    errors::WS_UPGRADE_REQUIRED
-                } else {
-                    errors::HTTP_NOT_FOUND
-                };
-                let extra: &[u8] = if failure == errors::WS_UPGRADE_REQUIRED {
-                    b"Upgrade: websocket\r\n"
-                } else {
-                    b""
-                };
-                self.answer(machine, failure, extra, head, keep_alive, now);
-            }
-            Routed::MethodNotAllowed { allow } => {
-                let extra = format!("Allow: {allow}\r\n");
-                self.answer(
-                    machine,
-                    errors::HTTP_METHOD_NOT_ALLOWED,
-                    extra.as_bytes(),
-                    head,
-                    keep_alive,
-                    now,
-                );
-            }
-        }
-        self.params = forget(params);
-    }
-}
-
-/// The parameters' storage, emptied, for borrows of a new input. The
-/// in-place `collect` keeps the allocation (same element layout), so a
-/// request costs no allocation for its parameters.
-fn recycle<'a>(mut params: Vec<&'static str>) -> Vec<&'a str> {
-    params.clear();
-    params.into_iter().collect()
-}
-
-/// The storage back, its borrows dropped.
-fn forget(mut params: Vec<&str>) -> Vec<&'static str> {
-    params.clear();
-    params.into_iter().map(|_| "").collect()
 }

@@ -9,7 +9,7 @@ use crate::connection::ConnectionKind;
 use crate::http::respond::{self, ResponseParts, RESPOND_KEEP_ALIVE};
 use crate::session::tests::{start, Harness};
 
-fn http(routes: &[(&str, &str)], tune: impl FnOnce(&mut ServerConfig)) -> Harness {
+pub(super) fn http(routes: &[(&str, &str)], tune: impl FnOnce(&mut ServerConfig)) -> Harness {
     let mut config = ServerConfig {
         workers: 1,
         http_routes: routes
@@ -27,7 +27,7 @@ fn http(routes: &[(&str, &str)], tune: impl FnOnce(&mut ServerConfig)) -> Harnes
 }
 
 /// A worker's whole response, queued as `httpRespond` queues it.
-fn answer(h: &Harness, body: &str, keep_alive: bool) {
+pub(super) fn answer(h: &Harness, body: &str, keep_alive: bool) {
     let parts = ResponseParts {
         status: 200,
         headers: b"",
@@ -41,7 +41,7 @@ fn answer(h: &Harness, body: &str, keep_alive: bool) {
 impl Harness {
     /// The I/O thread's turn after other threads queued, as the reactor
     /// takes it: what the ended responses let through, the queue, writes.
-    fn turn(&mut self, ms: u64) -> bool {
+    pub(super) fn turn(&mut self, ms: u64) -> bool {
         let resumed = self.session.read_resumed(self.at(ms));
         self.outbound(ms);
         self.flush();
@@ -49,7 +49,7 @@ impl Harness {
     }
 
     /// The status lines and bodies written so far, in order.
-    fn responses(&self) -> Vec<String> {
+    pub(super) fn responses(&self) -> Vec<String> {
         let text = String::from_utf8_lossy(&self.wire).into_owned();
         let mut out = Vec::new();
         let mut rest = text.as_str();
@@ -68,7 +68,7 @@ impl Harness {
     }
 }
 
-const GET_USER: &[u8] = b"GET /users/42?x=1 HTTP/1.1\r\nHost: a\r\n\r\n";
+pub(super) const GET_USER: &[u8] = b"GET /users/42?x=1 HTTP/1.1\r\nHost: a\r\n\r\n";
 
 #[test]
 fn a_request_for_a_route_reaches_the_worker_with_its_route_and_parameters() {
@@ -462,10 +462,10 @@ fn a_compressed_response_carries_its_coding_and_encoded_length() {
 }
 
 /// A directory of files for the static-file tests (removed when dropped).
-struct Files(std::path::PathBuf);
+pub(super) struct Files(pub(super) std::path::PathBuf);
 
 impl Files {
-    fn new(name: &str, files: &[(&str, &[u8])]) -> Self {
+    pub(super) fn new(name: &str, files: &[(&str, &[u8])]) -> Self {
         let dir =
             std::env::temp_dir().join(format!("switchboard-files-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -478,7 +478,7 @@ impl Files {
         Self(std::fs::canonicalize(dir).unwrap())
     }
 
-    fn serve(&self, config: &mut ServerConfig) {
+    pub(super) fn serve(&self, config: &mut ServerConfig) {
         let dir = crate::config::StaticDirConfig::new("/static", &self.0);
         config.static_dirs.push(dir);
     }
@@ -492,13 +492,13 @@ impl Drop for Files {
 
 /// `n` printable bytes that repeat every 89 (a prime: no piece boundary
 /// lines up with it), so a piece out of place shows.
-fn pattern(n: usize) -> Vec<u8> {
+pub(super) fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| b'!' + (i % 89) as u8).collect()
 }
 
 impl Harness {
     /// Turns until nothing more goes out.
-    fn turns_until_quiet(&mut self, ms: u64) {
+    pub(super) fn turns_until_quiet(&mut self, ms: u64) {
         loop {
             let before = self.wire.len();
             self.turn(ms);
