@@ -12,6 +12,7 @@ import {
   KIND_DRAIN,
   KIND_HTTP_BODY,
   KIND_HTTP_BODY_ERROR,
+  KIND_HTTP_FILE_DONE,
   KIND_HTTP_OPEN,
   KIND_HTTP_REQUEST,
   KIND_MESSAGE,
@@ -35,6 +36,7 @@ const KINDS = {
   httpRequest: KIND_HTTP_REQUEST,
   httpBody: KIND_HTTP_BODY,
   httpBodyError: KIND_HTTP_BODY_ERROR,
+  httpFileDone: KIND_HTTP_FILE_DONE,
 };
 
 /** The buffer a `messageOwned` vector points at (index 0 is the batch). */
@@ -85,6 +87,8 @@ function expected(record, owned) {
       return { kind: KIND_HTTP_BODY, id: record.id, last: record.last, data: hex(record.data) };
     case 'httpBodyError':
       return { kind: KIND_HTTP_BODY_ERROR, id: record.id, status: record.status, reason: record.reason };
+    case 'httpFileDone':
+      return { kind: KIND_HTTP_FILE_DONE, id: record.id, status: record.status, sent: record.sent };
     default:
       throw new Error(`unknown kind ${record.kind}`);
   }

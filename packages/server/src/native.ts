@@ -230,6 +230,26 @@ export interface NativeModule {
   httpDiscardBody(server: number, connection: number, body: number): void;
   /** The next piece of a streamed response (`WRITE_CHUNKED`, `WRITE_END`). */
   httpWrite(server: number, connection: number, data: Uint8Array | string, flags: number): number;
+  /**
+   * Answer the first response in line with a file, sent by the
+   * connection's I/O thread (`res.file`): the handler's status and header
+   * lines, the path (relative to `root` when given), the request's header
+   * lines as received, `FILE_*` flags (`http/flags.ts`) and `max-age`.
+   * `HTTP_FILE_DONE` tells how it went. Returns the send status.
+   */
+  httpFile(
+    server: number,
+    connection: number,
+    status: number,
+    headers: string,
+    path: string,
+    root: string | null | undefined,
+    requestHeaders: Buffer,
+    flags: number,
+    maxAge: number,
+  ): number;
+  /** The `Content-Type` the core sends a file with, by its name's extension. */
+  contentTypeOf(name: string): string;
   /** The events queued for a worker; an array when large messages come in buffers of their own: the batch, then those. */
   drainEvents(server: number, index: number): Buffer | Buffer[];
   ServerHandle: {

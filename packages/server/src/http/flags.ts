@@ -17,3 +17,15 @@ export const RESPOND_BR = 256;
 export const STATUS_SENT = 0;
 export const STATUS_BUFFERED = 1;
 export const STATUS_CLOSED = 3;
+
+/**
+ * The flag bits of `httpFile` (`crates/runtime/src/http/file_order.rs`).
+ * The first three are the request's, as `RESPOND_KEEP_ALIVE`,
+ * `RESPOND_HTTP10` and `RESPOND_HEAD`.
+ */
+export const FILE_GET = 8;
+export const FILE_IMMUTABLE = 16;
+export const FILE_NO_ETAG = 32;
+export const FILE_NO_LAST_MODIFIED = 64;
+export const FILE_DOTFILES = 128;
+export const FILE_NO_PRECOMPRESSED = 256;

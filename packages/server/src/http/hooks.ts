@@ -19,15 +19,20 @@
 import { SwitchboardError } from '../errors.js';
 import type { Request } from './request.js';
 import type { Response } from './response.js';
+import type { FilePayload } from './send-file.js';
+
+/** What the `onSend` hooks see: a whole body's bytes (or string), or a file the core sends (`res.file`). */
+export type SendPayload = string | Uint8Array | FilePayload;
 
 /** `onRequest` and `preHandler`. */
 export type RequestHook = (req: Request, res: Response) => unknown;
 /**
  * `onSend`: the payload of a whole response, as it will be written (a
- * string or bytes). Return (or resolve to) a string or bytes to send in
- * its place, `null` for an empty body, `undefined` to keep it.
+ * string or bytes), or a `FilePayload` for a file the core sends
+ * (`res.file`, `res.download`). Return (or resolve to) a string or bytes
+ * to send in its place, `null` for an empty body, `undefined` to keep it.
  */
-export type OnSendHook = (req: Request, res: Response, payload: string | Uint8Array) => unknown;
+export type OnSendHook = (req: Request, res: Response, payload: SendPayload) => unknown;
 /** `onResponse`: the response ended. */
 export type OnResponseHook = (req: Request, res: Response) => unknown;
 /** `onError`: observes an error on its way to the error handlers. */
@@ -146,8 +151,8 @@ export function runOnSend(
   hooks: readonly OnSendHook[],
   req: Request,
   res: Response,
-  payload: string | Uint8Array,
-  write: (payload: string | Uint8Array) => void,
+  payload: SendPayload,
+  write: (payload: SendPayload) => void,
   fail: (error: unknown) => void,
 ): void {
   let current = payload;

@@ -19,6 +19,8 @@ import { BodyReader, Request } from './request.js';
 import { Response, type ResponseHost } from './response.js';
 import type { CompiledRoute } from './router.js';
 import type { CookieKeyring } from './cookies.js';
+import { injectFile } from './inject-file.js';
+import type { FileOrder } from './send-file.js';
 
 /** A request to inject. */
 export interface InjectOptions {
@@ -236,7 +238,9 @@ function run(route: CompiledRoute, params: string[], request: Prepared, report: 
     let flags = request.keepAlive ? RESPOND_KEEP_ALIVE : 0;
     if (request.method === 'HEAD') flags |= RESPOND_HEAD;
     const res = new Response(collector, flags, true);
+    collector.response = res;
     req.keyring = res.keyring = source.cookieKeyring;
+    res.req = req;
     runRoute(route, req, res, report);
   });
 }
@@ -256,6 +260,8 @@ class Collector implements ResponseHost {
   private readonly pieces: Buffer[] = [];
   private bodyAllowed = true;
   private done = false;
+  /** The response it collects (a file's end is told to it). */
+  response: Response | undefined;
 
   constructor(
     private readonly head: boolean,
@@ -283,6 +289,31 @@ class Collector implements ResponseHost {
     if (flags & WRITE_END) this.finish(flags);
     return STATUS_SENT;
   }
+
+  /** Read the file here (`inject-file.ts`); its end reaches the response as the core's would. */
+  file(status: number, headers: string, order: FileOrder): number {
+    void injectFile(status, headers, order).then((answer) => {
+      const res = this.response;
+      if (!answer.sent) {
+        res?.fileDone(answer.status, false);
+        return;
+      }
+      res?.fileDone(answer.status, true);
+      this.respond(answer.status, answer.lines, answer.body, order.flags & (RESPOND_KEEP_ALIVE | RESPOND_HEAD | RESPOND_HTTP10), 0);
+    });
+    return STATUS_SENT;
+  }
+
+  /** A streamed body failed after its head: the injected response ends as it is. */
+  abort(): void {
+    this.finish(0);
+  }
+
+  cork(): void {
+    // Nothing to cork: the pieces are collected.
+  }
+
+  uncork(): void {}
 
   ended(): void {
     // One response per injected request: nothing waits behind it.

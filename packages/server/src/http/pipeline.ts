@@ -43,7 +43,11 @@ class Run {
     private readonly req: Request,
     private readonly res: Response,
     private readonly report: Report,
-  ) {}
+  ) {
+    // An error found after a handler returned (no such file for
+    // `res.file`, a stream that failed first) continues the chain here.
+    res.routeError = this.next;
+  }
 
   step(): void {
     if (this.res.finished || this.res.closed) return;

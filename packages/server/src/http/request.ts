@@ -196,6 +196,18 @@ export class Request<Params extends Record<string, string> = Record<string, stri
     return this.decodedHeaders;
   }
 
+  /**
+   * @internal The header lines as received (`Name: value\r\n` each),
+   * what the core reads a file's conditions and range from (`res.file`);
+   * rebuilt from the decoded headers once those were read.
+   */
+  rawHeaderLines(): Buffer {
+    if (this.headerBatch !== undefined) return this.headerBatch.subarray(this.headersStart, this.headersEnd);
+    let lines = '';
+    for (const [name, value] of Object.entries(this.headers)) lines += `${name}: ${value}\r\n`;
+    return Buffer.from(lines, 'latin1');
+  }
+
   /** One header (case-insensitive name). */
   header(name: string): string | undefined {
     return this.headers[name.toLowerCase()];

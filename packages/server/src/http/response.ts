@@ -7,10 +7,21 @@
  *
  * Responses leave in the order of their requests: a pipelining client's
  * later response waits (in `ops`) until the ones before it ended.
+ *
+ * A file (`file`, `download`) is handed to the core, which sends it from
+ * the connection's I/O thread (`send-file.ts`); a readable is piped
+ * through `write` (`stream-body.ts`).
  */
 import { SwitchboardError } from '../errors.js';
 import { EventStream, type EventStreamOptions } from './sse.js';
-import { serializeCookie, type CookieKeyring, type CookieOptions } from './cookies.js';
+import { ResponseHead } from './response-head.js';
+import { HttpError } from './http-error.js';
+import type { SendPayload } from './hooks.js';
+import type { Request } from './request.js';
+import { contentDisposition, fileOrder, FilePayload, type FileCallback, type FileOptions, type FileOrder } from './send-file.js';
+import { pipeBody, type BodySource } from './stream-body.js';
+import { isCompressible } from './compressible.js';
+import { native } from '../native.js';
 import {
   RESPOND_BR,
   RESPOND_GZIP,
@@ -38,6 +49,13 @@ export interface ResponseHost {
   ended(response: Response): void;
   /** A misuse of the response by the application (reported, not thrown). */
   misuse(error: Error): void;
+  /** Hand the response over to the core, to be answered with a file: `httpFile`'s contract. Its end comes back through `Response.fileDone`. */
+  file(status: number, headers: string, order: FileOrder): number;
+  /** Cut the connection: a streamed body failed after its head went out. */
+  abort(): void;
+  /** Defer the connection's writes until `uncork` (nests). */
+  cork(): void;
+  uncork(): void;
   /** The smallest whole body compressed, in bytes (`http.compression.threshold`; `Infinity` when off). */
   readonly compressThreshold: number;
 }
@@ -52,88 +70,35 @@ const enum Stage {
   Streaming,
   /** A whole response's payload is with the `onSend` hooks: headers may still change, nothing more may be sent. */
   Sending,
+  /** A file is with the core; it ends the response, or hands it back when there is no such file. */
+  File,
   Ended,
 }
 
-/** Headers the native side writes itself, which a handler may not set. */
-const FRAMING = new Set(['transfer-encoding', 'date', 'keep-alive', 'upgrade', 'trailer', 'te']);
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Tab, visible ASCII and obs-text: no CR, LF, NUL or other controls. */
-const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  json: 'application/json; charset=utf-8',
-  html: 'text/html; charset=utf-8',
-  text: 'text/plain; charset=utf-8',
-  bin: 'application/octet-stream',
-  js: 'text/javascript; charset=utf-8',
-  css: 'text/css; charset=utf-8',
-  xml: 'application/xml',
-  form: 'application/x-www-form-urlencoded',
-};
-
-/**
- * The header block of a response whose only header is one of these
- * content types, encoded once: most responses have just that, and bytes
- * cross to the native side without a string conversion.
- */
-const CONTENT_TYPE_LINES = new Map<string, Buffer>(
-  [...Object.values(CONTENT_TYPES), 'text/plain'].map((type) => [type, Buffer.from(`Content-Type: ${type}\r\n`, 'latin1')]),
-);
-const NO_HEADERS = Buffer.alloc(0);
-
-/**
- * Media types worth compressing: text, and the text formats under
- * `application/` and `image/` (`+json` and `+xml` suffixes included). Not
- * images, audio, video, fonts or archives: they are compressed already.
- */
-const COMPRESSIBLE = /^(?:text\/[!#$%&'*+.^_`|~0-9a-z-]+|application\/(?:json|javascript|x-javascript|ecmascript|xml|[!#$%&'*+.^_`|~0-9a-z-]+\+(?:json|xml))|image\/svg\+xml)$/;
-/** Whether each `Content-Type` seen is compressible, by the value as set (an app uses a handful). */
-const compressible = new Map<string, boolean>();
-
-function isCompressible(type: string): boolean {
-  let known = compressible.get(type);
-  if (known === undefined) {
-    const semicolon = type.indexOf(';');
-    known = COMPRESSIBLE.test((semicolon < 0 ? type : type.slice(0, semicolon)).trim().toLowerCase());
-    // Bounded: an app that builds types from input cannot grow it.
-    if (compressible.size < 1024) compressible.set(type, known);
-  }
-  return known;
-}
-
-/** One header of a response other than `Content-Type`. */
-interface Field {
-  lower: string;
-  name: string;
-  value: string | string[];
-}
-
-export class Response {
-  /** The status the head will carry. Default 200. */
-  statusCode = 200;
+export class Response extends ResponseHead {
   private stage = Stage.Head;
-  /** `Content-Type` (the header nearly every response has) has its own slot. */
-  private contentType: string | undefined;
-  /** Its header line, encoded, when it is one of the known types. */
-  private contentTypeLine: Buffer | undefined;
-  /** The other headers, in the order set. */
-  private fields: Field[] | undefined;
-  /** A `Content-Length` the handler set: the length of a streamed body. */
-  private declaredLength: number | undefined;
   /** Writes waiting for the responses before this one; null once it is first in line. */
   private ops: (() => void)[] | null;
   private chunked = false;
-  private closeAfter = false;
   private gone = false;
   private drainListeners: (() => void)[] | undefined;
   private finishListeners: (() => void)[] | undefined;
   private closeListeners: (() => void)[] | undefined;
   /** Run once, right before the head is framed (`beforeHead`). */
   private headHooks: (() => void)[] | undefined;
-  /** @internal The app's cookie secrets (`app.cookieSecrets`), set by the connection. */
-  keyring: CookieKeyring | undefined;
+  /** @internal The request this answers (its method and header lines go with a file). */
+  req: Request | undefined;
+  /** @internal Where an error found after the handler returned goes (`next(error)`), set by the pipeline. */
+  routeError: ((error: unknown) => void) | undefined;
+  /** A file with the core: who hears how it went. */
+  private fileWaiter: { resolve: () => void; callback: FileCallback | undefined; beforeSend: Response['beforeSend'] } | undefined;
+  /** `cork` depth, and the pieces written inside it, merged at its end. */
+  private corkDepth = 0;
+  private corkPieces: (string | Uint8Array)[] | undefined;
+  /** Waiting for this response's turn, or for a drain (`stream`). */
+  private turnWaiters: (() => void)[] | undefined;
+  private drainWaiter: (() => void) | undefined;
 
   /** @internal */
   constructor(
@@ -142,6 +107,7 @@ export class Response {
     private readonly requestFlags: number,
     first: boolean,
   ) {
+    super();
     this.ops = first ? null : [];
   }
 
@@ -161,117 +127,15 @@ export class Response {
     return this.gone;
   }
 
-  /** Set the status (100-999). */
-  status(code: number): this {
-    if (!Number.isInteger(code) || code < 100 || code > 999) {
-      throw new SwitchboardError('ERR_INVALID_OPTION', `a status must be an integer 100..999, got ${String(code)}`);
-    }
-    this.statusCode = code;
-    return this;
-  }
 
-  /** Set a header, replacing any of the same name. */
-  header(name: string, value: string | number | readonly string[]): this {
-    const lower = this.checkName(name);
-    if (lower === 'connection') {
-      // Only `close` means anything from a handler; the native side
-      // writes the header for the connection's fate.
-      if (String(value).toLowerCase().includes('close')) this.closeAfter = true;
-      return this;
-    }
-    const checked = checkValue(name, value);
-    if (lower === 'content-type') {
-      this.contentType = Array.isArray(checked) ? checked.join(', ') : (checked as string);
-      this.contentTypeLine = CONTENT_TYPE_LINES.get(this.contentType);
-    } else if (lower === 'content-length') {
-      const length = Number(Array.isArray(checked) ? checked[0] : checked);
-      if (!Number.isSafeInteger(length) || length < 0) {
-        throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `Content-Length must be a whole number of bytes, got ${String(value)}`);
-      }
-      this.declaredLength = length;
-    } else {
-      const field = this.field(lower);
-      if (field) {
-        field.name = name;
-        field.value = checked;
-      } else {
-        (this.fields ??= []).push({ lower, name, value: checked });
-      }
-    }
-    return this;
-  }
 
-  /** Add a header line, keeping those of the same name (`Set-Cookie`). */
-  append(name: string, value: string | number | readonly string[]): this {
-    const lower = this.checkName(name);
-    const previous = this.field(lower);
-    if (!previous) return this.header(name, value);
-    previous.value = ([] as string[]).concat(previous.value, checkValue(name, value));
-    return this;
-  }
 
-  getHeader(name: string): string | string[] | undefined {
-    const lower = name.toLowerCase();
-    if (lower === 'content-type') return this.contentType;
-    if (lower === 'content-length') return this.declaredLength === undefined ? undefined : String(this.declaredLength);
-    return this.field(lower)?.value;
-  }
 
-  hasHeader(name: string): boolean {
-    return this.getHeader(name) !== undefined;
-  }
 
-  removeHeader(name: string): this {
-    const lower = name.toLowerCase();
-    if (lower === 'content-type') this.contentType = this.contentTypeLine = undefined;
-    else if (lower === 'content-length') this.declaredLength = undefined;
-    else if (this.fields) this.fields = this.fields.filter((f) => f.lower !== lower);
-    return this;
-  }
 
-  private field(lower: string): Field | undefined {
-    const fields = this.fields;
-    if (!fields) return undefined;
-    for (const field of fields) if (field.lower === lower) return field;
-    return undefined;
-  }
 
-  /**
-   * Add a `Set-Cookie` line (`docs/http.md#cookies`). With `signed: true`
-   * the value is signed with the newest of `app.cookieSecrets`. Throws
-   * `ERR_INVALID_OPTION` for a cookie a browser would drop (`SameSite=None`
-   * without `secure`, a bad name...), `ERR_COOKIE_NO_SECRET` when signing
-   * without secrets.
-   */
-  cookie(name: string, value: string, options: CookieOptions = {}): this {
-    let sent = value;
-    if (options.signed) {
-      if (!this.keyring) throw new SwitchboardError('ERR_COOKIE_NO_SECRET', `cookie ${name} is to be signed, but app.cookieSecrets is not set`);
-      sent = this.keyring.sign(name, value);
-    }
-    return this.append('Set-Cookie', serializeCookie(name, sent, options));
-  }
 
-  /**
-   * Tell the browser to drop cookie `name`: an empty value that expired at
-   * the epoch, with `Max-Age=0`. Give the `path` and `domain` the cookie
-   * was set with (a cookie is known by name, path and domain).
-   */
-  clearCookie(name: string, options: Omit<CookieOptions, 'expires' | 'maxAge' | 'signed'> = {}): this {
-    return this.append('Set-Cookie', serializeCookie(name, '', { ...options, expires: new Date(0), maxAge: 0 }));
-  }
 
-  /** Set `Content-Type`: a MIME type, or `json`, `html`, `text`, `bin`, `js`, `css`, `xml`, `form`. */
-  type(value: string): this {
-    const type = CONTENT_TYPES[value] ?? value;
-    const line = CONTENT_TYPE_LINES.get(type);
-    if (line === undefined) return this.header('Content-Type', value);
-    // A type of the table needs no checking.
-    this.checkStage('Content-Type');
-    this.contentType = type;
-    this.contentTypeLine = line;
-    return this;
-  }
 
   /**
    * Send the whole response: a string (`text/plain` unless a type is set),
@@ -330,6 +194,13 @@ export class Response {
       this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', 'write after the response ended'));
       return false;
     }
+    if (this.corkDepth > 0) {
+      // The head goes now (headers are final from the first write); the
+      // pieces wait for the end of the cork, to go out as one.
+      if (this.stage === Stage.Head) this.start('');
+      (this.corkPieces ??= []).push(chunk);
+      return true;
+    }
     if (this.stage === Stage.Head) return this.start(chunk);
     const flags = (this.chunked ? WRITE_CHUNKED : 0) | this.connectionFlags();
     return this.run(() => this.host.write(chunk, flags));
@@ -341,6 +212,7 @@ export class Response {
       this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', 'end after the response ended'));
       return;
     }
+    if (this.corkPieces) chunk = this.takeCorked(chunk);
     if (this.stage === Stage.Head) {
       this.respondWhole(chunk ?? '');
       return;
@@ -373,11 +245,227 @@ export class Response {
   }
 
   /**
+   * Answer with a file, sent natively by the connection's I/O thread
+   * (JavaScript never reads it): `Content-Type` from its extension unless
+   * set, `ETag` and `Last-Modified`, 304 to a conditional request that
+   * holds, 206 or 416 to a `Range`, a precompressed `.br`/`.gz` sibling to
+   * a client that accepts it. The status and headers set before go with it
+   * (another status than 200 sends the whole file, unconditionally). The
+   * `onSend` hooks see a `FilePayload`.
+   *
+   * The promise resolves once the file is queued whole (or the request
+   * failed, or the client left); it never rejects. When there is no such
+   * file (or the path is refused), the response is the handler's again:
+   * with `callback`, it is called with the error (404
+   * `ERR_HTTP_NOT_FOUND`, 400 `ERR_HTTP_BAD_REQUEST` for a NUL), else the
+   * error goes to the error handlers, as `next(error)` would send it.
+   * Throws `ERR_INVALID_OPTION` at once for a bad option, or a relative
+   * path without `root`.
+   */
+  file(path: string, options?: FileOptions | FileCallback, callback?: FileCallback): Promise<void> {
+    if (typeof options === 'function') [options, callback] = [undefined, options];
+    const order = fileOrder(path, options, this.req?.method ?? 'GET');
+    return new Promise((resolve) => {
+      if (!this.mayStart('file')) {
+        resolve();
+        return;
+      }
+      const before = this.beforeSend;
+      this.fileWaiter = { resolve, callback, beforeSend: before };
+      if (before === undefined) {
+        this.sendFile(order);
+        return;
+      }
+      this.beforeSend = undefined;
+      this.stage = Stage.Sending;
+      before(new FilePayload(path), (payload) => {
+        if (this.stage !== Stage.Sending) return;
+        if (payload instanceof FilePayload) {
+          this.sendFile(order);
+          return;
+        }
+        // A hook sent something else in the file's place.
+        const waiter = this.fileWaiter;
+        this.fileWaiter = undefined;
+        this.respondWhole(payload);
+        waiter?.callback?.();
+        waiter?.resolve();
+      });
+    });
+  }
+
+  /**
+   * Send a file for the browser to save: `attachment(filename)` (the name
+   * defaults to the path's last segment), then `file(path, options)`.
+   */
+  download(path: string, filename?: string | FileOptions | FileCallback, options?: FileOptions | FileCallback, callback?: FileCallback): Promise<void> {
+    let name: string | undefined;
+    if (typeof filename === 'string') name = filename;
+    else if (typeof filename === 'function') callback = filename;
+    else if (filename !== undefined) [options, callback] = [filename, options as FileCallback | undefined];
+    if (typeof options === 'function') [options, callback] = [undefined, options];
+    const type = this.getHeader('content-type');
+    const disposition = this.getHeader('content-disposition');
+    this.attachment(name ?? path);
+    // No such file: the error's response is not a download.
+    this.undoOnMissing = () => {
+      this.removeHeader('Content-Type').removeHeader('Content-Disposition');
+      if (type !== undefined) this.header('Content-Type', type);
+      if (disposition !== undefined) this.header('Content-Disposition', disposition);
+    };
+    return this.file(path, options, callback);
+  }
+
+  /** What `download` set, undone when there is no file to download. */
+  private undoOnMissing: (() => void) | undefined;
+
+  /**
+   * `Content-Disposition: attachment` (RFC 6266); with a file name, its
+   * last path segment as `filename` (with `filename*` in UTF-8, RFC 5987,
+   * when it is not plain ASCII) and `Content-Type` from its extension.
+   */
+  attachment(filename?: string): this {
+    if (filename !== undefined) {
+      if (typeof filename !== 'string') throw new SwitchboardError('ERR_INVALID_OPTION', 'res.attachment(filename): filename must be a string');
+      this.type(native.contentTypeOf(filename));
+    }
+    return this.header('Content-Disposition', contentDisposition(filename));
+  }
+
+  /**
+   * Pipe a Node `Readable` (or any async iterable of strings and bytes)
+   * into the body, at the client's pace: the next piece is read only once
+   * `write` was taken (after `'drain'` when it was not). The response ends
+   * with the source. When the client goes away the source is destroyed.
+   * When the source fails before a byte was sent, the error goes to the
+   * error handlers (a 500 by default); after, the connection is cut (the
+   * client sees the body break off: neither a `Content-Length` nor chunked
+   * framing can carry an error), and the error is reported through
+   * `handlerError`. The promise resolves when it is over; it never rejects.
+   */
+  stream(source: BodySource): Promise<void> {
+    if (!this.mayStart('stream')) {
+      (source as { destroy?: () => void }).destroy?.();
+      return Promise.resolve();
+    }
+    return pipeBody(this, source);
+  }
+
+  /**
+   * Run `fn`; the pieces it `write`s to this response leave together at its
+   * end: merged into one piece (one chunk of a chunked body), and written
+   * in one system call with the head when it goes now, and with whatever
+   * else `fn` sent on any connection (the native writes are corked). Inside
+   * a batch of events the writes are corked anyway; this matters most after
+   * an `await`, in a timer or in a stream, where each `write` would
+   * otherwise leave on its own. `write` returns true inside; `end` inside
+   * ends with the merged pieces. Returns what `fn` returns; nests.
+   */
+  cork<T>(fn: () => T): T {
+    this.host.cork();
+    this.corkDepth++;
+    try {
+      return fn();
+    } finally {
+      if (--this.corkDepth === 0 && this.corkPieces) {
+        const merged = this.takeCorked(undefined);
+        if (!this.finished) this.write(merged);
+      }
+      this.host.uncork();
+    }
+  }
+
+  /** The pieces written inside `cork`, then `last`, as one. */
+  private takeCorked(last: string | Uint8Array | undefined): Uint8Array {
+    const pieces = this.corkPieces ?? [];
+    this.corkPieces = undefined;
+    if (last !== undefined) pieces.push(last);
+    return Buffer.concat(pieces.map((piece) => (typeof piece === 'string' ? Buffer.from(piece) : piece)));
+  }
+
+  /** @internal Resolves once this response is first in line (its writes go out at once), or the client left. */
+  whenFirst(): Promise<void> {
+    if (this.ops === null) return Promise.resolve();
+    return new Promise((resolve) => (this.turnWaiters ??= []).push(resolve));
+  }
+
+  /** @internal Resolves at the next `'drain'`, or when the client left. */
+  whenDrained(): Promise<void> {
+    if (this.gone) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.drainWaiter;
+      this.drainWaiter = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  /** @internal Cut the connection (a streamed body failed after its head). */
+  abortConnection(): void {
+    if (!this.gone) this.host.abort();
+  }
+
+  /** The file goes to the core, once this response is first in line. */
+  private sendFile(order: FileOrder): void {
+    this.runHeadHooks();
+    this.stage = Stage.File;
+    order.requestHeaders = this.req?.rawHeaderLines() ?? order.requestHeaders;
+    order.flags |= this.connectionFlags();
+    const headers = this.headerLines();
+    const lines = typeof headers === 'string' ? headers : headers.toString('latin1');
+    const status = this.statusCode;
+    this.run(() => this.host.file(status, lines, order));
+  }
+
+  /**
+   * @internal How the file went (`HTTP_FILE_DONE`): sent with `status`,
+   * which ends the response; or not found, and the response is the
+   * handler's again.
+   */
+  fileDone(status: number, sent: boolean): void {
+    if (this.stage !== Stage.File) return;
+    const waiter = this.fileWaiter;
+    this.fileWaiter = undefined;
+    if (sent) {
+      this.statusCode = status;
+      this.stage = Stage.Ended;
+      this.ended();
+      this.callFileCallback(waiter?.callback, undefined);
+      waiter?.resolve();
+      return;
+    }
+    // The error's own response meets the `onSend` hooks as any would.
+    this.stage = Stage.Head;
+    const undo = this.undoOnMissing;
+    this.undoOnMissing = undefined;
+    undo?.();
+    this.beforeSend = waiter?.beforeSend;
+    const error =
+      status === 400 ? new HttpError(400, 'ERR_HTTP_BAD_REQUEST', 'the file path is malformed') : new HttpError(404, 'ERR_HTTP_NOT_FOUND', 'no such file');
+    if (waiter?.callback) this.callFileCallback(waiter.callback, error);
+    else if (this.routeError) this.routeError(error);
+    else this.status(error.status).json({ error: { code: error.code, message: error.message } });
+    waiter?.resolve();
+  }
+
+  /** A callback's throw goes where a handler's would. */
+  private callFileCallback(callback: FileCallback | undefined, error: HttpError | undefined): void {
+    if (!callback) return;
+    try {
+      callback(error);
+    } catch (thrown) {
+      if (this.routeError && !this.finished) this.routeError(thrown);
+      else this.host.misuse(thrown instanceof Error ? thrown : new Error(String(thrown)));
+    }
+  }
+
+  /**
    * @internal Set by the pipeline when the route has `onSend` hooks: the
    * payload of the next whole response passes through it, and goes out
    * when it calls `write` (once).
    */
-  beforeSend: ((payload: string | Uint8Array, write: (payload: string | Uint8Array) => void) => void) | undefined;
+  beforeSend: ((payload: SendPayload, write: (payload: SendPayload) => void) => void) | undefined;
 
   /** @internal The `onSend` hooks failed: the response may be sent again (by the error handlers). */
   reopen(): void {
@@ -386,6 +474,9 @@ export class Response {
 
   /** @internal The connection's queue emptied. */
   drained(): void {
+    const waiter = this.drainWaiter;
+    this.drainWaiter = undefined;
+    waiter?.();
     const listeners = this.drainListeners;
     if (!listeners) return;
     for (const listener of listeners.slice()) listener();
@@ -396,6 +487,13 @@ export class Response {
     const ops = this.ops;
     this.ops = null;
     if (ops) for (const op of ops) op();
+    this.wakeTurnWaiters();
+  }
+
+  private wakeTurnWaiters(): void {
+    const waiters = this.turnWaiters;
+    this.turnWaiters = undefined;
+    if (waiters) for (const waiter of waiters) waiter();
   }
 
   /** @internal The connection closes after this response (its request's body broke the stream). */
@@ -429,9 +527,23 @@ export class Response {
   connectionClosed(): void {
     this.gone = true;
     this.ops = null;
+    this.wakeTurnWaiters();
+    this.drained();
+    const waiter = this.fileWaiter;
+    this.fileWaiter = undefined;
+    if (waiter) {
+      this.callFileCallback(waiter.callback, new HttpError(499, 'ERR_HTTP_CLIENT_GONE', 'the client went away before the file was sent'));
+      waiter.resolve();
+    }
     const listeners = this.closeListeners;
     this.closeListeners = undefined;
     if (listeners) for (const listener of listeners) listener();
+  }
+
+  protected checkStage(name: string): void {
+    if (this.stage !== Stage.Head && this.stage !== Stage.Sending) {
+      this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', `header ${name} set after the head was sent`));
+    }
   }
 
   private mayStart(what: string): boolean {
@@ -446,7 +558,9 @@ export class Response {
       this.beforeSend = undefined;
       this.stage = Stage.Sending;
       before(body, (payload) => {
-        if (this.stage === Stage.Sending) this.respondWhole(payload);
+        if (this.stage !== Stage.Sending) return;
+        // A hook cannot turn bytes into a file.
+        this.respondWhole(payload instanceof FilePayload ? body : payload);
       });
       return;
     }
@@ -490,23 +604,6 @@ export class Response {
     return this.requestFlags & (RESPOND_GZIP | RESPOND_BR);
   }
 
-  /** Add `Accept-Encoding` to `Vary`, unless it is there (or `*` is). */
-  private varyOnEncoding(): void {
-    const vary = this.field('vary');
-    if (vary === undefined) {
-      (this.fields ??= []).push({ lower: 'vary', name: 'Vary', value: 'Accept-Encoding' });
-      return;
-    }
-    const lines = typeof vary.value === 'string' ? [vary.value] : vary.value;
-    for (const line of lines) {
-      for (const item of line.split(',')) {
-        const name = item.trim().toLowerCase();
-        if (name === 'accept-encoding' || name === '*') return;
-      }
-    }
-    if (typeof vary.value !== 'string') vary.value = [...vary.value, 'Accept-Encoding'];
-    else vary.value = vary.value.trim() === '' ? 'Accept-Encoding' : `${vary.value}, Accept-Encoding`;
-  }
 
   private start(chunk: string | Uint8Array): boolean {
     this.runHeadHooks();
@@ -563,58 +660,8 @@ export class Response {
     if (listeners) for (const listener of listeners) listener();
   }
 
-  /**
-   * The header lines (`Content-Length` is the native side's to write, from
-   * the body or the declared length): the encoded block of a lone known
-   * content type, else a string.
-   */
-  private headerLines(): string | Buffer {
-    const type = this.contentType;
-    const fields = this.fields;
-    if (!fields) {
-      if (type === undefined) return NO_HEADERS;
-      if (this.contentTypeLine) return this.contentTypeLine;
-    }
-    let lines = type === undefined ? '' : `Content-Type: ${type}\r\n`;
-    if (fields) {
-      for (const { name, value } of fields) {
-        if (typeof value === 'string') lines += `${name}: ${value}\r\n`;
-        else for (const v of value) lines += `${name}: ${v}\r\n`;
-      }
-    }
-    return lines;
-  }
 
-  private setKnownType(key: keyof typeof CONTENT_TYPES & string): void {
-    this.contentType = CONTENT_TYPES[key];
-    this.contentTypeLine = CONTENT_TYPE_LINES.get(this.contentType!);
-  }
 
-  private checkStage(name: string): void {
-    if (this.stage !== Stage.Head && this.stage !== Stage.Sending) {
-      this.host.misuse(new SwitchboardError('ERR_HTTP_RESPONSE_SENT', `header ${name} set after the head was sent`));
-    }
-  }
 
-  private checkName(name: string): string {
-    this.checkStage(name);
-    if (typeof name !== 'string' || !TOKEN.test(name)) {
-      throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `not a header name: ${JSON.stringify(name)}`);
-    }
-    const lower = name.toLowerCase();
-    if (FRAMING.has(lower)) {
-      throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `${name} is written by the server itself`);
-    }
-    return lower;
-  }
 }
 
-function checkValue(name: string, value: string | number | readonly string[]): string | string[] {
-  const values = Array.isArray(value) ? value.map(String) : [String(value)];
-  for (const v of values) {
-    if (!FIELD_VALUE.test(v)) {
-      throw new SwitchboardError('ERR_HTTP_INVALID_HEADER', `the value of ${name} has a control character (CR, LF, NUL...)`);
-    }
-  }
-  return Array.isArray(value) ? values : values[0]!;
-}

@@ -22,6 +22,7 @@ import {
   KIND_DRAIN,
   KIND_HTTP_BODY,
   KIND_HTTP_BODY_ERROR,
+  KIND_HTTP_FILE_DONE,
   KIND_HTTP_OPEN,
   KIND_HTTP_REQUEST,
   KIND_MESSAGE,
@@ -74,6 +75,7 @@ export class Dispatcher {
     [KIND_HTTP_REQUEST]: (d, event) => d.http(event.id)?.request(event),
     [KIND_HTTP_BODY]: (d, event) => d.http(event.id)?.body(event),
     [KIND_HTTP_BODY_ERROR]: (d, event) => d.http(event.id)?.bodyFailed(event),
+    [KIND_HTTP_FILE_DONE]: (d, event) => d.http(event.id)?.fileDone(event),
   };
 
   /** Open connections of every kind, by id. */

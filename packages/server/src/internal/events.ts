@@ -18,6 +18,7 @@ export const KIND_HTTP_OPEN = 8;
 export const KIND_HTTP_REQUEST = 9;
 export const KIND_HTTP_BODY = 10;
 export const KIND_HTTP_BODY_ERROR = 11;
+export const KIND_HTTP_FILE_DONE = 12;
 
 /** `HttpRequestEvent.flags`: the connection stays open after the response. */
 export const REQUEST_KEEP_ALIVE = 1;
@@ -124,6 +125,13 @@ export interface HttpBodyErrorEvent {
   /** `<code>: <message>`, the code an `ERR_HTTP_*` of the catalogue. */
   reason: string;
 }
+/** The file of the connection's first response in line (`res.file`) went out with `status`, or (`sent` false) was not found. */
+export interface HttpFileDoneEvent {
+  kind: typeof KIND_HTTP_FILE_DONE;
+  id: number;
+  status: number;
+  sent: boolean;
+}
 /** The methods in the order of the native `Method::index`. */
 export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'CONNECT'] as const;
 export type HttpMethod = (typeof METHODS)[number];
@@ -147,7 +155,8 @@ export type NativeEvent =
   | HttpOpenEvent
   | HttpRequestEvent
   | HttpBodyEvent
-  | HttpBodyErrorEvent;
+  | HttpBodyErrorEvent
+  | HttpFileDoneEvent;
 
 class Reader {
   offset: number;
@@ -322,6 +331,12 @@ export function decodeBatch(
         const id = r.id();
         const status = r.u16();
         onEvent({ kind, id, status, reason: batch.toString('utf8', r.offset, end) });
+        break;
+      }
+      case KIND_HTTP_FILE_DONE: {
+        const id = r.id();
+        const status = r.u16();
+        onEvent({ kind, id, status, sent: batch[r.offset] === 1 });
         break;
       }
       case KIND_HTTP_OPEN:

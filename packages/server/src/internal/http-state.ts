@@ -13,6 +13,7 @@ import { HttpError } from '../http/http-error.js';
 import { runRoute } from '../http/pipeline.js';
 import { BodyReader, Request, type Peer } from '../http/request.js';
 import { Response, type ResponseHost } from '../http/response.js';
+import type { FileOrder } from '../http/send-file.js';
 import { native } from '../native.js';
 import { RESPOND_BR, RESPOND_GZIP, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE } from '../http/flags.js';
 import { tlsInfo } from '../tls.js';
@@ -26,6 +27,7 @@ import {
   REQUEST_KEEP_ALIVE,
   type CloseEvent,
   type HttpBodyErrorEvent,
+  type HttpFileDoneEvent,
   type HttpBodyEvent,
   type HttpOpenEvent,
   type HttpRequestEvent,
@@ -87,6 +89,7 @@ export class HttpState implements ConnectionState, ResponseHost {
     else if (event.flags & REQUEST_ACCEPTS_BR) flags |= RESPOND_BR;
     const res = new Response(this, flags, this.responses.length === 0);
     req.keyring = res.keyring = this.app.cookieKeyring;
+    res.req = req;
     this.requests.push(req);
     this.responses.push(res);
     this.bodyNumbers.push(hasBody ? this.bodies++ : -1);
@@ -118,6 +121,13 @@ export class HttpState implements ConnectionState, ResponseHost {
     this.responses[this.requests.indexOf(req)]?.closeConnection();
   }
 
+  /** The file of the first response in line went out, or was not found (`res.file`). */
+  fileDone(event: HttpFileDoneEvent): void {
+    // Only the first response in line hands a file over, and the ones
+    // behind it wait for its end.
+    this.responses[0]?.fileDone(event.status, event.sent);
+  }
+
   message(): void {
     // An HTTP connection gets requests, never messages.
   }
@@ -144,6 +154,26 @@ export class HttpState implements ConnectionState, ResponseHost {
   /** @internal ResponseHost */
   write(data: string | Uint8Array, flags: number): number {
     return native.httpWrite(this.serverId, this.id, data, flags);
+  }
+
+  /** @internal ResponseHost */
+  file(status: number, headers: string, order: FileOrder): number {
+    return native.httpFile(this.serverId, this.id, status, headers, order.path, order.root, order.requestHeaders, order.flags, order.maxAge);
+  }
+
+  /** @internal ResponseHost: a streamed body failed after its head: only cutting the connection tells the client. */
+  abort(): void {
+    this.host.handle.terminate(this.id);
+  }
+
+  /** @internal ResponseHost */
+  cork(): void {
+    native.cork();
+  }
+
+  /** @internal ResponseHost */
+  uncork(): void {
+    native.uncork();
   }
 
   /** @internal ResponseHost: the first response in line ended; the next may write. */
