@@ -185,5 +185,11 @@ mod tests {
             lines_without_content(lines),
             b"Content-Location: /a\r\ncache-control: no-store\r\nSet-Cookie: a=1\r\n".to_vec()
         );
+        // The policies describe the response, not its body: they stay.
+        let policies = b"Content-Security-Policy: default-src 'none'\r\ncontent-security-policy-report-only: x\r\nContent-Language: en\r\n";
+        assert_eq!(
+            lines_without_content(policies),
+            b"Content-Security-Policy: default-src 'none'\r\ncontent-security-policy-report-only: x\r\n".to_vec()
+        );
     }
 }
