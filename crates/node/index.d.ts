@@ -135,6 +135,17 @@ export interface ErrorCodeInfo {
   description: string
 }
 
+/**
+ * The files a directory keeps in memory (`cache` in TypeScript; `false`
+ * there is `enabled: false` here).
+ */
+export interface FileCacheOptions {
+  enabled?: boolean
+  maxFileBytes?: number
+  maxBytes?: number
+  revalidateMs?: number
+}
+
 /** One response header. */
 export interface HeaderOptions {
   name: string
@@ -301,6 +312,7 @@ export interface StaticDirOptions {
    * them, and [`FILE_HEADERS`] are the file server's own).
    */
   headers?: Array<HeaderOptions>
+  cache?: FileCacheOptions
 }
 
 /** A fixed response to `GET path`. */

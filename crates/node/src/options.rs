@@ -10,8 +10,8 @@ use napi_derive::napi;
 use switchboard_proto::rpc::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
 use switchboard_runtime::{
-    CompressionConfig, DotFiles, HttpRouteConfig, RouteConfig, RpcConfig, ServerConfig,
-    SlowConsumerPolicy, StaticDirConfig, StaticRoute,
+    CompressionConfig, DotFiles, FileCacheConfig, HttpRouteConfig, RouteConfig, RpcConfig,
+    ServerConfig, SlowConsumerPolicy, StaticDirConfig, StaticRoute,
 };
 
 /// permessage-deflate options of a route.
@@ -74,6 +74,17 @@ pub struct StaticDirOptions {
     /// Extra headers on every answer about a file (`static_header` checks
     /// them, and [`FILE_HEADERS`] are the file server's own).
     pub headers: Option<Vec<HeaderOptions>>,
+    pub cache: Option<FileCacheOptions>,
+}
+
+/// The files a directory keeps in memory (`cache` in TypeScript; `false`
+/// there is `enabled: false` here).
+#[napi(object)]
+pub struct FileCacheOptions {
+    pub enabled: Option<bool>,
+    pub max_file_bytes: Option<f64>,
+    pub max_bytes: Option<f64>,
+    pub revalidate_ms: Option<u32>,
 }
 
 /// One HTTP route (`app.get(pattern, ...)` and the other methods).
@@ -334,7 +345,27 @@ fn static_dir(options: StaticDirOptions) -> Result<StaticDirConfig> {
         }
         dir.headers.push(static_header(&owner, header)?);
     }
+    if let Some(cache) = options.cache {
+        dir.cache = file_cache(cache)?;
+    }
     Ok(dir)
+}
+
+fn file_cache(options: FileCacheOptions) -> Result<Option<FileCacheConfig>> {
+    if options.enabled == Some(false) {
+        return Ok(None);
+    }
+    let mut config = FileCacheConfig::default();
+    if let Some(v) = options.max_file_bytes {
+        config.max_file_bytes = byte_count(v)?;
+    }
+    if let Some(v) = options.max_bytes {
+        config.max_bytes = byte_count(v)?;
+    }
+    if let Some(v) = options.revalidate_ms {
+        config.revalidate = ms(v);
+    }
+    Ok(Some(config))
 }
 
 fn invalid(message: String) -> Error {

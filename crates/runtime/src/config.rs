@@ -151,6 +151,41 @@ pub struct StaticDirConfig {
     /// pages. Validated by the binding as [`StaticRoute::headers`] are,
     /// and none of the headers the file server writes itself.
     pub headers: Vec<(String, String)>,
+    /// Files kept in memory (`http/file_cache.rs`); `None`: every request
+    /// opens and reads its file. Default on, with [`FileCacheConfig`]'s
+    /// defaults.
+    pub cache: Option<FileCacheConfig>,
+}
+
+/// What a static directory keeps in memory (`app.static(prefix, { cache })`):
+/// its small files' bytes (each variant, precompressed siblings too), their
+/// validators and their header lines, so that a request for one costs no
+/// system call but the write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileCacheConfig {
+    /// Files up to this size are kept. Default 1 MiB: a site's pages,
+    /// scripts, styles and icons; larger files (media, downloads) stream
+    /// from the disk.
+    pub max_file_bytes: u64,
+    /// All the directory's kept bytes together; past it, files are served
+    /// from the disk until kept ones are dropped (changed or gone).
+    /// Default 64 MiB.
+    pub max_bytes: u64,
+    /// A kept file is checked against the disk (its path resolved again,
+    /// one `stat` per variant) when it was last checked longer ago than
+    /// this: a file changed on disk is served changed within this time.
+    /// Default 1 s; zero checks on every request.
+    pub revalidate: Duration,
+}
+
+impl Default for FileCacheConfig {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 1024 * 1024,
+            max_bytes: 64 * 1024 * 1024,
+            revalidate: Duration::from_secs(1),
+        }
+    }
 }
 
 impl StaticDirConfig {
@@ -166,6 +201,7 @@ impl StaticDirConfig {
             dotfiles: DotFiles::Ignore,
             fallthrough: false,
             headers: Vec::new(),
+            cache: Some(FileCacheConfig::default()),
         }
     }
 }

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::config::ServerConfig;
 use crate::connection::Connection;
 use crate::events::{EventQueue, Record};
+use crate::http::file_cache::FileCache;
 use crate::http::routes::{InvalidRoute, Routes};
 use crate::outbound::SendStatus;
 use crate::stats::{self, Stats, WorkerStats};
@@ -61,6 +62,8 @@ pub struct ServerState {
     pub config: ServerConfig,
     /// The HTTP routes and fixed responses, matched by the I/O threads.
     pub(crate) http_routes: Routes,
+    /// The kept files of `config.static_dirs[i]` (`None`: it keeps none).
+    pub(crate) file_caches: Vec<Option<FileCache>>,
     pub queues: Vec<Arc<EventQueue>>,
     pub worker_stats: Vec<WorkerStats>,
     /// Keyed by ids the server allocates itself, so a fast non-randomised
@@ -86,8 +89,14 @@ impl ServerState {
     pub fn new(config: ServerConfig) -> Result<Self, InvalidRoute> {
         let workers = config.workers.max(1);
         let http_routes = Routes::new(&config)?;
+        let file_caches = config
+            .static_dirs
+            .iter()
+            .map(|dir| dir.cache.clone().map(FileCache::new))
+            .collect();
         Ok(Self {
             http_routes,
+            file_caches,
             queues: (0..workers)
                 .map(|worker| Arc::new(EventQueue::new(worker, config.max_worker_queue_bytes)))
                 .collect(),

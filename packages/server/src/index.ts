@@ -32,7 +32,7 @@ export { Response, type ResponseBody } from './http/response.js';
 export { HttpError } from './http/http-error.js';
 export { EventStream, type EventStreamOptions, type ServerSentEvent } from './http/sse.js';
 export type { InjectOptions, InjectResponse } from './http/inject.js';
-export type { StaticOptions } from './http/static.js';
+export type { StaticCacheOptions, StaticOptions } from './http/static.js';
 export type { HookName, HookTypes, RequestHook, OnSendHook, OnResponseHook, OnErrorHook, SendPayload } from './http/hooks.js';
 export { FilePayload, type FileOptions, type FileCallback } from './http/send-file.js';
 export {

@@ -68,6 +68,15 @@ export interface NativeStaticDir {
   dotfiles?: 'ignore' | 'allow';
   fallthrough?: boolean;
   headers?: { name: string; value: string }[];
+  cache?: NativeStaticCache;
+}
+
+/** `cache` of a static directory (`FileCacheOptions` in `crates/node/src/options.rs`). */
+export interface NativeStaticCache {
+  enabled: boolean;
+  maxFileBytes?: number;
+  maxBytes?: number;
+  revalidateMs?: number;
 }
 
 /** One HTTP route (`crates/node/src/options.rs`, `HttpRouteOptions`). */

@@ -24,7 +24,7 @@ pub(crate) enum PathError {
 }
 
 /// A request path under a served directory, decoded and checked.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SafePath {
     /// Relative, one or more plain names (or none: the directory itself).
     pub relative: PathBuf,

@@ -4,13 +4,15 @@
 //! `inject()`), and the responses the workers write (`respond.rs`; bodies
 //! compressed by `compress.rs`), framed
 //! here with a cached `Date`; the decisions of serving a static file
-//! (`files.rs`: safe paths, conditionals, ranges, codings). What the I/O
+//! (`files.rs`: safe paths, conditionals, ranges, codings) and the files
+//! a directory keeps in memory (`file_cache.rs`). What the I/O
 //! thread reads is the session's
 //! (`session/http.rs`); the codec is `switchboard_proto::http1`.
 
 pub(crate) mod compress;
 pub(crate) mod date;
 pub(crate) use date::with_date;
+pub(crate) mod file_cache;
 pub mod file_order;
 pub(crate) mod files;
 pub mod respond;

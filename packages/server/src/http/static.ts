@@ -5,7 +5,7 @@
  * once, at registration; the serving is `crates/runtime/src/session/http/files.rs`.
  */
 import { realpathSync, statSync } from 'node:fs';
-import type { NativeStaticDir } from '../native.js';
+import type { NativeStaticCache, NativeStaticDir } from '../native.js';
 import { SwitchboardError } from '../errors.js';
 import { checkedHeaders, FILE_HEADERS } from '../options.js';
 
@@ -31,9 +31,26 @@ export interface StaticOptions {
    * (`Cache-Control`, `ETag`, `Last-Modified`, `Content-Type`, ...). Default none.
    */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * Files kept in memory and answered from it, no system call but the
+   * write; `false`: every request opens and reads its file. Default on
+   * with the defaults of {@link StaticCacheOptions}.
+   */
+  cache?: false | StaticCacheOptions;
 }
 
-const KNOWN = new Set(['root', 'index', 'maxAge', 'immutable', 'precompressed', 'dotfiles', 'fallthrough', 'headers']);
+/** What a static directory keeps in memory (docs/http.md, "Static files"). */
+export interface StaticCacheOptions {
+  /** Files up to this size are kept (each precompressed sibling too). Default 1 MiB. */
+  maxFileBytes?: number;
+  /** All the directory's kept bytes together; past it files are served from the disk. Default 64 MiB. */
+  maxBytes?: number;
+  /** A kept file is checked against the disk when last checked longer ago than this, in ms (0: on every request). Default 1000. */
+  revalidate?: number;
+}
+
+const KNOWN = new Set(['root', 'index', 'maxAge', 'immutable', 'precompressed', 'dotfiles', 'fallthrough', 'headers', 'cache']);
+const CACHE_KNOWN = new Set(['maxFileBytes', 'maxBytes', 'revalidate']);
 /** A static path segment the route table takes: no parameter, wildcard, query, fragment, space or control character. */
 const SEGMENT = /^[^/:*?#\s\x00-\x1f\x7f]+$/;
 
@@ -69,7 +86,7 @@ export function nativeStaticDir(prefix: string, options: StaticOptions): NativeS
   }
   if (!statSync(root).isDirectory()) fail(prefix, `root ${JSON.stringify(options.root)} is not a directory`);
   const dir: NativeStaticDir = { prefix: normal, root };
-  const { index, maxAge, immutable, precompressed, dotfiles, fallthrough, headers } = options;
+  const { index, maxAge, immutable, precompressed, dotfiles, fallthrough, headers, cache } = options;
   if (index !== undefined) {
     if (index === false || index === '') dir.index = '';
     else if (typeof index !== 'string' || /[/\\\0]/.test(index) || index === '.' || index === '..') {
@@ -95,5 +112,28 @@ export function nativeStaticDir(prefix: string, options: StaticOptions): NativeS
     dir.dotfiles = dotfiles;
   }
   if (headers !== undefined) dir.headers = checkedHeaders(`app.static(${JSON.stringify(prefix)})`, headers, FILE_HEADERS);
+  if (cache !== undefined) dir.cache = nativeCache(prefix, cache);
   return dir;
+}
+
+function nativeCache(prefix: string, cache: false | StaticCacheOptions): NativeStaticCache {
+  if (cache === false) return { enabled: false };
+  if (cache === null || typeof cache !== 'object') fail(prefix, 'cache must be false or an object');
+  for (const key of Object.keys(cache)) {
+    if (!CACHE_KNOWN.has(key)) fail(prefix, `unknown cache option ${JSON.stringify(key)}`);
+  }
+  const out: NativeStaticCache = { enabled: true };
+  const whole = (name: string, value: number | undefined, max: number) => {
+    if (value !== undefined && (!Number.isInteger(value) || value < 0 || value > max)) {
+      fail(prefix, `cache.${name} must be a whole number in 0..${max}, got ${String(value)}`);
+    }
+    return value;
+  };
+  const maxFileBytes = whole('maxFileBytes', cache.maxFileBytes, Number.MAX_SAFE_INTEGER);
+  if (maxFileBytes !== undefined) out.maxFileBytes = maxFileBytes;
+  const maxBytes = whole('maxBytes', cache.maxBytes, Number.MAX_SAFE_INTEGER);
+  if (maxBytes !== undefined) out.maxBytes = maxBytes;
+  const revalidate = whole('revalidate', cache.revalidate, 0xffff_ffff);
+  if (revalidate !== undefined) out.revalidateMs = revalidate;
+  return out;
 }

@@ -161,9 +161,14 @@ export class HttpState implements ConnectionState, ResponseHost {
     return native.httpFile(this.serverId, this.id, status, headers, order.path, order.root, order.requestHeaders, order.flags, order.maxAge);
   }
 
-  /** @internal ResponseHost: a streamed body failed after its head: only cutting the connection tells the client. */
+  /**
+   * @internal ResponseHost: a streamed body failed after its head: only
+   * cutting the connection tells the client. The close is queued behind
+   * the bytes already written, which the client gets (a body shorter than
+   * promised, or chunks without their last), rather than dropping them.
+   */
   abort(): void {
-    this.host.handle.terminate(this.id);
+    this.host.handle.end(this.id, 1000, '');
   }
 
   /** @internal ResponseHost */

@@ -26,6 +26,7 @@ use super::sending::FileSend;
 use super::Core;
 use crate::errors;
 use crate::events::Record;
+use crate::http::file_cache::CachedFile;
 use crate::http::file_order::{
     lines_without_content, FileOrder, FILE_GET, FILE_HEAD, FILE_IMMUTABLE, FILE_KEEP_ALIVE,
     FILE_NO_ETAG, FILE_NO_LAST_MODIFIED, FILE_NO_PRECOMPRESSED,
@@ -75,9 +76,34 @@ pub(super) enum Served {
         length: u64,
         status: u16,
     },
+    /// A head, then bytes of a kept file, shared with the write queue.
+    Shared {
+        head: Vec<u8>,
+        body: Bytes,
+        status: u16,
+    },
     /// The file cannot be read as its `fstat` said (it shrank meanwhile):
     /// only closing the connection tells the client.
     Unreadable,
+}
+
+/// The representation an answer is about: the file or a precompressed
+/// sibling, from the disk or kept in memory.
+struct Chosen<'a> {
+    size: u64,
+    modified_ns: u64,
+    coding: Option<ContentCoding>,
+    /// A sibling exists, chosen or not: the answer varies.
+    vary: bool,
+    /// The file's real path (its name gives the type).
+    real: &'a Path,
+    body: Source,
+}
+
+enum Source {
+    /// Opened, at its start.
+    Disk(File),
+    Kept(Bytes),
 }
 
 /// Decide and frame the answer with `file` (or a precompressed sibling).
@@ -98,8 +124,49 @@ pub(super) fn serve(
             }
         }
     }
-    let size = meta.len();
-    let modified_ns = modified_ns(&meta);
+    let chosen = Chosen {
+        size: meta.len(),
+        modified_ns: modified_ns(&meta),
+        coding,
+        vary,
+        real,
+        body: Source::Disk(file),
+    };
+    answer(request, chosen)
+}
+
+/// Decide and frame the answer with a kept file: the variant the request
+/// prefers, as [`serve`] chooses from the disk.
+pub(super) fn serve_kept(request: &FileRequest<'_>, kept: &CachedFile) -> Served {
+    let (br, gzip) = (kept.br.is_some(), kept.gzip.is_some());
+    let coding = if request.precompressed && !request.handler_set("content-encoding") {
+        files::choose_coding(&request.accept, br, gzip)
+    } else {
+        None
+    };
+    let variant = kept.variant(coding);
+    let chosen = Chosen {
+        size: variant.body.len() as u64,
+        modified_ns: variant.modified_ns,
+        coding,
+        vary: request.precompressed && (br || gzip),
+        real: &kept.fingerprint.real,
+        body: Source::Kept(variant.body.clone()),
+    };
+    answer(request, chosen)
+}
+
+/// The answer about `chosen`: the request's conditions and range decide
+/// the status and what of the body follows.
+fn answer(request: &FileRequest<'_>, chosen: Chosen<'_>) -> Served {
+    let Chosen {
+        size,
+        modified_ns,
+        coding,
+        vary,
+        real,
+        body: source,
+    } = chosen;
     // The handler's validators, when it set them, are the ones the
     // conditions compare with (and ours are not written).
     let own_etag = files::etag(size, modified_ns, coding);
@@ -216,21 +283,23 @@ pub(super) fn serve(
     } else {
         length
     };
+    let mut file = match source {
+        Source::Disk(file) => file,
+        Source::Kept(bytes) => {
+            let mut head = Vec::with_capacity(200 + headers.len());
+            frame_head(&mut head, request, status, &headers, framing);
+            let start = start as usize;
+            return Served::Shared {
+                head,
+                body: bytes.slice(start..start + body as usize),
+                status,
+            };
+        }
+    };
     let whole = body <= WHOLE_UP_TO;
     let mut response =
         Vec::with_capacity(200 + headers.len() + if whole { body as usize } else { 0 });
-    crate::http::with_date(|date| {
-        http1::write_response_head(
-            &mut response,
-            status,
-            None,
-            date,
-            &headers,
-            framing,
-            !request.close,
-            request.version,
-        )
-    });
+    frame_head(&mut response, request, status, &headers, framing);
     if start > 0 && file.seek(SeekFrom::Start(start)).is_err() {
         return Served::Unreadable;
     }
@@ -248,6 +317,28 @@ pub(super) fn serve(
         length: body,
         status,
     }
+}
+
+/// The status line, `Date`, `lines` and the framing headers.
+fn frame_head(
+    out: &mut Vec<u8>,
+    request: &FileRequest<'_>,
+    status: u16,
+    lines: &[u8],
+    framing: ResponseBody,
+) {
+    crate::http::with_date(|date| {
+        http1::write_response_head(
+            out,
+            status,
+            None,
+            date,
+            lines,
+            framing,
+            !request.close,
+            request.version,
+        )
+    });
 }
 
 /// Whether the handler's `Vary` lines already cover `Accept-Encoding`
@@ -331,6 +422,13 @@ impl Core {
                 let send = FileSend::new(file, length, head, None, close, Some(status), now);
                 self.sending.push_front(send);
                 self.pump(machine, now);
+            }
+            Served::Shared { head, body, status } => {
+                let outbound = &machine.connection.outbound;
+                if outbound.push_own_bytes(Bytes::from(head)) && outbound.push_own_bytes(body) {
+                    outbound.end_own_response(close);
+                }
+                self.file_done(machine, status, true);
             }
             Served::Unreadable => {
                 self.last_request = true;

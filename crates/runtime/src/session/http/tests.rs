@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::config::{HttpRouteConfig, ServerConfig};
+use crate::config::{FileCacheConfig, HttpRouteConfig, ServerConfig};
 use crate::connection::ConnectionKind;
 use crate::http::respond::{self, ResponseParts, RESPOND_KEEP_ALIVE};
 use crate::session::tests::{start, Harness};
@@ -478,8 +478,18 @@ impl Files {
         Self(std::fs::canonicalize(dir).unwrap())
     }
 
+    /// Serve the files at `/static`, from the disk (the tests of reading
+    /// and streaming); `kept_tests.rs` has those of files kept in memory.
     pub(super) fn serve(&self, config: &mut ServerConfig) {
-        let dir = crate::config::StaticDirConfig::new("/static", &self.0);
+        let mut dir = crate::config::StaticDirConfig::new("/static", &self.0);
+        dir.cache = None;
+        config.static_dirs.push(dir);
+    }
+
+    /// Serve the files at `/static`, kept in memory as `cache` says.
+    pub(super) fn serve_kept(&self, config: &mut ServerConfig, cache: FileCacheConfig) {
+        let mut dir = crate::config::StaticDirConfig::new("/static", &self.0);
+        dir.cache = Some(cache);
         config.static_dirs.push(dir);
     }
 }
