@@ -82,6 +82,11 @@ export declare class ServerHandle {
   /** Close every connection of a dead worker with 1011. */
   workerDied(index: number): number
   stats(): StatsJs
+  /**
+   * Every counter in Prometheus's text format, as the metrics endpoint
+   * serves it.
+   */
+  metricsText(): string
   /** Graceful shutdown (see `Server::shutdown`), off the JavaScript thread. */
   close(drainTimeoutMs: number): Promise<unknown>
 }
@@ -210,6 +215,21 @@ export interface HttpRouteOptions {
   maxBodyBytes?: number
 }
 
+/** HTTP responses of one route label (`switchboard_runtime::http::metrics`). */
+export interface HttpRouteStatsJs {
+  route: string
+  /** Responses by status code (`"200"`), class (`"4xx"`) or `"other"`. */
+  statuses: Record<string, number>
+  /**
+   * Responses per latency bucket (not cumulative): one per bound of
+   * `latencyBounds` (seconds), then one above the last.
+   */
+  latencyBuckets: Array<number>
+  latencyBounds: Array<number>
+  latencySumSeconds: number
+  count: number
+}
+
 /** An address the server listens on. */
 export interface ListenAddress {
   host: string
@@ -273,6 +293,8 @@ export interface ServerOptions {
   httpRoutes?: Array<HttpRouteOptions>
   staticDirs?: Array<StaticDirOptions>
   http?: HttpOptions
+  /** Where the core serves the counters to Prometheus (`GET`), if anywhere. */
+  metricsPath?: string
   workers: number
   ioThreads?: number
   maxConnections?: number
@@ -343,6 +365,8 @@ export interface StatsJs {
   channels: number
   subscriptions: number
   workers: Array<WorkerStatsJs>
+  /** HTTP responses by route label, those that counted one. */
+  http: Array<HttpRouteStatsJs>
 }
 
 /** TLS of a listener (`{ port, tls }` in TypeScript), HTTP or RPC. */

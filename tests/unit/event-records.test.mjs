@@ -78,6 +78,7 @@ function expected(record, owned) {
         route: record.route,
         method: record.method,
         flags: record.flags,
+        started: record.started,
         path: record.path,
         query: record.query,
         params: record.params,

@@ -111,6 +111,22 @@ pub struct StatsJs {
     pub channels: i64,
     pub subscriptions: i64,
     pub workers: Vec<WorkerStatsJs>,
+    /// HTTP responses by route label, those that counted one.
+    pub http: Vec<HttpRouteStatsJs>,
+}
+
+/// HTTP responses of one route label (`switchboard_runtime::http::metrics`).
+#[napi(object)]
+pub struct HttpRouteStatsJs {
+    pub route: String,
+    /// Responses by status code (`"200"`), class (`"4xx"`) or `"other"`.
+    pub statuses: std::collections::HashMap<String, i64>,
+    /// Responses per latency bucket (not cumulative): one per bound of
+    /// `latencyBounds` (seconds), then one above the last.
+    pub latency_buckets: Vec<i64>,
+    pub latency_bounds: Vec<f64>,
+    pub latency_sum_seconds: f64,
+    pub count: i64,
 }
 
 /// A handle on a native server, usable from any thread.
@@ -399,7 +415,30 @@ impl ServerHandle {
                     queued_event_bytes: w.queued_event_bytes as i64,
                 })
                 .collect(),
+            http: self
+                .server
+                .http_stats()
+                .into_iter()
+                .map(|r| HttpRouteStatsJs {
+                    route: r.route,
+                    statuses: r.statuses.into_iter().map(|(k, v)| (k, v as i64)).collect(),
+                    latency_buckets: r.buckets.into_iter().map(|n| n as i64).collect(),
+                    latency_bounds: switchboard_runtime::http::metrics::BUCKETS_US
+                        .iter()
+                        .map(|&us| us as f64 / 1e6)
+                        .collect(),
+                    latency_sum_seconds: r.sum_us as f64 / 1e6,
+                    count: r.count as i64,
+                })
+                .collect(),
         }
+    }
+
+    /// Every counter in Prometheus's text format, as the metrics endpoint
+    /// serves it.
+    #[napi]
+    pub fn metrics_text(&self) -> String {
+        self.server.metrics_text()
     }
 
     /// Graceful shutdown (see `Server::shutdown`), off the JavaScript thread.

@@ -138,6 +138,8 @@ pub struct ServerOptions {
     pub http_routes: Option<Vec<HttpRouteOptions>>,
     pub static_dirs: Option<Vec<StaticDirOptions>>,
     pub http: Option<HttpOptions>,
+    /// Where the core serves the counters to Prometheus (`GET`), if anywhere.
+    pub metrics_path: Option<String>,
     pub workers: u32,
     pub io_threads: Option<u32>,
     pub max_connections: Option<u32>,
@@ -538,6 +540,14 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     }
     for d in options.static_dirs.unwrap_or_default() {
         config.static_dirs.push(static_dir(d)?);
+    }
+    if let Some(path) = options.metrics_path {
+        if !path.starts_with('/') {
+            return Err(invalid(format!(
+                "ERR_INVALID_OPTION: metrics.path must start with \"/\", got {path:?}"
+            )));
+        }
+        config.metrics_path = Some(path);
     }
     for r in options.http_routes.unwrap_or_default() {
         config.http_routes.push(HttpRouteConfig {

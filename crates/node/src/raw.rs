@@ -230,18 +230,20 @@ unsafe fn body_of(
     Some(scratch.as_slice())
 }
 
-/// `httpRespond(server, connection, status, headers, body, flags, length)`:
-/// queue a response (`switchboard_runtime::http::respond`); `headers` is
-/// `Name: value\r\n` lines and `body` the body, each a string or bytes. Returns
-/// the send status (3 when the connection is gone).
+/// `httpRespond(server, connection, status, headers, body, flags, length,
+/// started)`: queue a response (`switchboard_runtime::http::respond`);
+/// `headers` is `Name: value\r\n` lines and `body` the body, each a string
+/// or bytes; `flags` carry the route (`RESPOND_ROUTE_SHIFT`) and `started`
+/// is the request record's. Returns the send status (3 when the connection
+/// is gone).
 unsafe extern "C" fn http_respond(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     // SAFETY: N-API calls us with the callback's own `env` and `info`.
     unsafe {
-        let Some([server, connection, status, headers, body, flags, length]) =
-            arguments::<7>(env, info)
+        let Some([server, connection, status, headers, body, flags, length, started]) =
+            arguments::<8>(env, info)
         else {
             return throw_bad_arguments(env);
         };
@@ -259,12 +261,20 @@ unsafe extern "C" fn http_respond(
                 let headers = body_of(env, headers, &mut head)?;
                 let body = body_of(env, body, &mut text)?;
                 let length = i64_of(env, length).unwrap_or(0).max(0) as u64;
+                // Only a counted response (a route in the flags) carries
+                // its start: one N-API call less for the others.
+                let counted = flags >> switchboard_runtime::http::RESPOND_ROUTE_SHIFT != 0;
+                let started = match counted {
+                    true => i64_of(env, started).unwrap_or(0).max(0) as u64,
+                    false => 0,
+                };
                 let parts = switchboard_runtime::http::ResponseParts {
                     status: u16::try_from(status).ok()?,
                     headers,
                     body,
                     flags,
                     length,
+                    started,
                 };
                 Some(with_server(server, |s| {
                     s.http_respond(id_from_js(connection), &parts) as u32
@@ -278,15 +288,17 @@ unsafe extern "C" fn http_respond(
     }
 }
 
-/// `httpWrite(server, connection, data, flags)`: the next piece of a
-/// streamed response (`switchboard_runtime::http::respond::write`).
+/// `httpWrite(server, connection, data, flags, status, started)`: the next
+/// piece of a streamed response (`switchboard_runtime::http::respond::write`;
+/// `status` and `started` count the response when the piece ends it).
 unsafe extern "C" fn http_write(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     // SAFETY: N-API calls us with the callback's own `env` and `info`.
     unsafe {
-        let Some([server, connection, data, flags]) = arguments::<4>(env, info) else {
+        let Some([server, connection, data, flags, status, started]) = arguments::<6>(env, info)
+        else {
             return throw_bad_arguments(env);
         };
         let outcome = TEXT.with(|text| {
@@ -299,8 +311,11 @@ unsafe extern "C" fn http_write(
                 return None;
             };
             let data = body_of(env, data, &mut text)?;
+            let status = u32_of(env, status).and_then(|s| u16::try_from(s).ok());
+            let started = i64_of(env, started).unwrap_or(0).max(0) as u64;
             Some(with_server(server, |s| {
-                s.http_write(id_from_js(connection), data, flags) as u32
+                let ending = (status.unwrap_or(0), started);
+                s.http_write(id_from_js(connection), data, flags, ending) as u32
             }))
         });
         match outcome {

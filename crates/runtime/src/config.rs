@@ -356,6 +356,10 @@ pub struct ServerConfig {
     pub static_dirs: Vec<StaticDirConfig>,
     /// Plain HTTP requests' options.
     pub http: HttpConfig,
+    /// Where the core answers `GET` with the server's counters in
+    /// Prometheus's text format (`http/exposition.rs`); `None`: nowhere.
+    /// Default `None`: counters are not published unless asked for.
+    pub metrics_path: Option<String>,
     /// Number of JavaScript workers that receive events (at least 1: with
     /// zero worker threads the main thread is the single worker).
     pub workers: usize,
@@ -405,6 +409,7 @@ impl Default for ServerConfig {
             http_routes: Vec::new(),
             static_dirs: Vec::new(),
             http: HttpConfig::default(),
+            metrics_path: None,
             workers: 1,
             io_threads: std::thread::available_parallelism()
                 .map(|n| n.get())

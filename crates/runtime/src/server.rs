@@ -18,7 +18,7 @@ use crate::outbound::{Eviction, OutItem, SendStatus};
 use crate::reactor::accept::{ListenSocket, Listening};
 use crate::reactor::IoThreads;
 use crate::state::{ServerState, UpgradeDecision};
-use crate::stats::{self, StatsSnapshot, WorkerSnapshot};
+use crate::stats::StatsSnapshot;
 
 /// A running server. Dropping it does not stop it: call [`Server::shutdown`].
 pub struct Server {
@@ -121,15 +121,24 @@ impl Server {
                 &connection,
                 parts,
                 self.state.config.http.compression.as_ref(),
+                &self.state.http_metrics,
             ),
             None => SendStatus::Closed,
         }
     }
 
-    /// Queue the next piece of a streamed response (`http::respond::write`).
-    pub fn http_write(&self, conn: u64, data: &[u8], flags: u32) -> SendStatus {
+    /// Queue the next piece of a streamed response (`http::respond::write`;
+    /// `ending`: the response's status and its request's start, counted
+    /// when the piece ends it).
+    pub fn http_write(&self, conn: u64, data: &[u8], flags: u32, ending: (u16, u64)) -> SendStatus {
         match self.http_connection(conn) {
-            Some(connection) => crate::http::respond::write(&connection, data, flags),
+            Some(connection) => crate::http::respond::write(
+                &connection,
+                data,
+                flags,
+                ending,
+                &self.state.http_metrics,
+            ),
             None => SendStatus::Closed,
         }
     }
@@ -247,41 +256,20 @@ impl Server {
     }
 
     pub fn stats(&self) -> StatsSnapshot {
-        let s = &self.state.stats;
-        let outbound: u64 = self
-            .state
-            .connections
-            .read()
-            .values()
-            .map(|c| c.outbound.buffered() as u64)
-            .sum();
-        let registry = self.state.registry.read();
-        StatsSnapshot {
-            connections_open: stats::get(&s.connections_open),
-            connections_total: stats::get(&s.connections_total),
-            handshakes_rejected: stats::get(&s.handshakes_rejected),
-            messages_in: stats::get(&s.messages_in),
-            bytes_in: stats::get(&s.bytes_in),
-            messages_out: stats::get(&s.messages_out),
-            bytes_out: stats::get(&s.bytes_out),
-            messages_dropped: stats::get(&s.messages_dropped),
-            protocol_errors: stats::get(&s.protocol_errors),
-            http_requests: stats::get(&s.http_requests),
-            outbound_buffered_bytes: outbound,
-            channels: registry.channel_count() as u64,
-            subscriptions: registry.subscription_count() as u64,
-            workers: self
-                .state
-                .worker_stats
-                .iter()
-                .zip(&self.state.queues)
-                .map(|(w, q)| WorkerSnapshot {
-                    connections_open: stats::get(&w.connections_open),
-                    messages_in: stats::get(&w.messages_in),
-                    queued_event_bytes: q.queued_bytes() as u64,
-                })
-                .collect(),
-        }
+        self.state.stats_snapshot()
+    }
+
+    /// HTTP responses by route and status, with their latency histograms.
+    pub fn http_stats(&self) -> Vec<crate::http::metrics::RouteSnapshot> {
+        self.state.http_metrics.snapshot()
+    }
+
+    /// The metrics endpoint's text (`http/exposition.rs`).
+    pub fn metrics_text(&self) -> String {
+        crate::http::exposition::render(
+            &self.state.stats_snapshot(),
+            &self.state.http_metrics.snapshot(),
+        )
     }
 
     /// Graceful shutdown: stop accepting, send close 1001 to every

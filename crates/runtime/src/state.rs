@@ -15,9 +15,10 @@ use crate::config::ServerConfig;
 use crate::connection::Connection;
 use crate::events::{EventQueue, Record};
 use crate::http::file_cache::FileCache;
+use crate::http::metrics::HttpMetrics;
 use crate::http::routes::{InvalidRoute, Routes};
 use crate::outbound::SendStatus;
-use crate::stats::{self, Stats, WorkerStats};
+use crate::stats::{self, Stats, StatsSnapshot, WorkerSnapshot, WorkerStats};
 
 /// What JavaScript's `upgrade` hook decided.
 #[derive(Debug)]
@@ -73,6 +74,8 @@ pub struct ServerState {
     /// Upgrades waiting for JavaScript's hook, by connection id.
     pub pending_upgrades: Mutex<HashMap<u64, PendingUpgrade>>,
     pub stats: Arc<Stats>,
+    /// HTTP responses by route and status, and their latency.
+    pub http_metrics: HttpMetrics,
     /// Connections accepted and not yet closed (in any phase), against
     /// `max_connections`.
     pub admitted: AtomicUsize,
@@ -97,6 +100,7 @@ impl ServerState {
         Ok(Self {
             http_routes,
             file_caches,
+            http_metrics: HttpMetrics::new(&config),
             queues: (0..workers)
                 .map(|worker| Arc::new(EventQueue::new(worker, config.max_worker_queue_bytes)))
                 .collect(),
@@ -112,6 +116,43 @@ impl ServerState {
             next_http_worker: AtomicUsize::new(0),
             config,
         })
+    }
+
+    /// Every counter and gauge, read now (each exact on its own).
+    pub fn stats_snapshot(&self) -> StatsSnapshot {
+        let s = &self.stats;
+        let outbound: u64 = self
+            .connections
+            .read()
+            .values()
+            .map(|c| c.outbound.buffered() as u64)
+            .sum();
+        let registry = self.registry.read();
+        StatsSnapshot {
+            connections_open: stats::get(&s.connections_open),
+            connections_total: stats::get(&s.connections_total),
+            handshakes_rejected: stats::get(&s.handshakes_rejected),
+            messages_in: stats::get(&s.messages_in),
+            bytes_in: stats::get(&s.bytes_in),
+            messages_out: stats::get(&s.messages_out),
+            bytes_out: stats::get(&s.bytes_out),
+            messages_dropped: stats::get(&s.messages_dropped),
+            protocol_errors: stats::get(&s.protocol_errors),
+            http_requests: stats::get(&s.http_requests),
+            outbound_buffered_bytes: outbound,
+            channels: registry.channel_count() as u64,
+            subscriptions: registry.subscription_count() as u64,
+            workers: self
+                .worker_stats
+                .iter()
+                .zip(&self.queues)
+                .map(|(w, q)| WorkerSnapshot {
+                    connections_open: stats::get(&w.connections_open),
+                    messages_in: stats::get(&w.messages_in),
+                    queued_event_bytes: q.queued_bytes() as u64,
+                })
+                .collect(),
+        }
     }
 
     /// Ids of connections and virtual sockets share one space, so a number

@@ -64,7 +64,9 @@ export {
   type PublishOptions,
   type PublishTarget,
   type Stats,
+  type HttpRouteStats,
 } from './operations.js';
+export type { MetricsOptions } from './http/metrics.js';
 export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, StaticResponse } from './options.js';
 export type { TrustProxy } from './http/proxy.js';
 export {

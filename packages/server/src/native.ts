@@ -122,6 +122,8 @@ export interface NativeServerOptions {
   closeTimeoutMs?: number;
   maxWorkerQueueBytes?: number;
   rpc?: NativeRpcOptions;
+  /** Where the core answers GET with the counters in Prometheus's format. */
+  metricsPath?: string;
 }
 
 export interface NativeWorkerStats {
@@ -145,6 +147,24 @@ export interface NativeStats {
   channels: number;
   subscriptions: number;
   workers: NativeWorkerStats[];
+  /** HTTP responses by route label, those that counted one. */
+  http: NativeHttpRouteStats[];
+}
+
+/** The HTTP responses of one route label (docs/http.md, "Metrics"). */
+export interface NativeHttpRouteStats {
+  /** The route's pattern as registered, a static directory's prefix, or `(not-found)`, `(method-not-allowed)`, `(upgrade-required)`, `(bad-request)`. */
+  route: string;
+  /** Responses by status code (`'200'`), by class for codes not listed on their own (`'4xx'`), or `'other'`. */
+  statuses: Record<string, number>;
+  /** Responses per latency bucket, not cumulative: one per bound of `latencyBounds`, then one above the last. */
+  latencyBuckets: number[];
+  /** The buckets' upper bounds, in seconds. */
+  latencyBounds: number[];
+  /** The latencies added up, in seconds. */
+  latencySumSeconds: number;
+  /** Responses counted (the statuses, and the buckets, add up to it). */
+  count: number;
 }
 
 export interface NativeServerHandle {
@@ -182,6 +202,8 @@ export interface NativeServerHandle {
   deleteVirtualSocket(id: number, expectedTarget?: number | null): number[];
   workerDied(index: number): number;
   stats(): NativeStats;
+  /** Every counter in Prometheus's text format, as the metrics endpoint serves it. */
+  metricsText(): string;
   close(drainTimeoutMs: number): Promise<unknown>;
 }
 
@@ -222,7 +244,9 @@ export interface NativeModule {
    * Queue an HTTP response (or its head and first piece, with
    * `RESPOND_STREAM`): `headers` is `Name: value\r\n` lines (a string, or
    * their bytes); flags are
-   * `http/flags.ts`'s. Returns the send status (3: the connection is gone).
+   * `http/flags.ts`'s, with the request's route number plus one from bit
+   * `RESPOND_ROUTE_SHIFT` up, and `started` its record's: the response is
+   * counted when it ends. Returns the send status (3: the connection is gone).
    */
   httpRespond(
     server: number,
@@ -232,6 +256,7 @@ export interface NativeModule {
     body: Uint8Array | string,
     flags: number,
     length: number,
+    started: number,
   ): number;
   /** The handlers of an HTTP connection consumed `bytes` more of its request bodies. */
   httpBodyConsumed(server: number, connection: number, bytes: number): void;
@@ -259,6 +284,8 @@ export interface NativeModule {
   ): number;
   /** The `Content-Type` the core sends a file with, by its name's extension. */
   contentTypeOf(name: string): string;
+  /** The next piece of a streamed response (`WRITE_CHUNKED`, `WRITE_END`); with `WRITE_END`, the response is counted with `status` and `started`. */
+  httpWrite(server: number, connection: number, data: Uint8Array | string, flags: number, status: number, started: number): number;
   /** The events queued for a worker; an array when large messages come in buffers of their own: the batch, then those. */
   drainEvents(server: number, index: number): Buffer | Buffer[];
   ServerHandle: {

@@ -5,7 +5,7 @@
  * natively, no JavaScript runs per recipient.
  */
 import { EventEmitter } from 'node:events';
-import { type NativeServerHandle, type NativeStats, native as nativeModule } from './native.js';
+import { type NativeHttpRouteStats, type NativeServerHandle, type NativeStats, native as nativeModule } from './native.js';
 import { SwitchboardError, liftNativeError } from './errors.js';
 
 /** What may be sent: text (a string) or bytes. */
@@ -26,6 +26,8 @@ export type SendStatus = (typeof SendStatus)[keyof typeof SendStatus];
 
 /** Server counters (see `docs/api.md#stats`). */
 export type Stats = NativeStats;
+/** One route's HTTP responses in `Stats.http` (docs/http.md, "Metrics"). */
+export type HttpRouteStats = NativeHttpRouteStats;
 
 /** A target of `publishTo`: a channel name, or a connection / virtual socket id. */
 export type PublishTarget = string | number;
@@ -190,5 +192,10 @@ export class Operations extends EventEmitter {
   /** Counters of the whole server and of each worker. */
   stats(): Stats {
     return this.native.stats();
+  }
+
+  /** Every counter in Prometheus's text format (docs/http.md, "Metrics"), as the `metrics` endpoint serves it. */
+  metricsText(): string {
+    return this.native.metricsText();
   }
 }

@@ -14,6 +14,7 @@ import { Operations } from './operations.js';
 import { DEFAULTS, type ServerOptions, compressThreshold, nativeServer, rpcWorkerOptions } from './options.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 import { DEFAULT_INJECT_LIMITS, type InjectOptions, type InjectResponse } from './http/inject.js';
+import { metricsRoutes } from './http/metrics.js';
 
 /** An address the server listens on. */
 export interface ListenAddress {
@@ -253,14 +254,16 @@ export class Server extends Operations {
     try {
       const table = await this.loadRoutes();
       const servesRpc = addresses.some((a) => a.protocol === 'rpc');
+      const metrics = metricsRoutes(this.options.metrics);
       const routeCount = table.routes.length + table.staticRoutes.length + table.staticDirs.length + table.httpRoutes.length;
-      if (routeCount === 0 && !servesRpc) {
+      if (routeCount === 0 && !servesRpc && !metrics) {
         throw new SwitchboardError('ERR_NO_ROUTES', 'the app registered no route');
       }
       const handle = native.ServerHandle.create({
         ...nativeServer(this.options, this.workerCount),
+        ...(metrics && { metricsPath: metrics.metricsPath }),
         routes: table.routes,
-        staticRoutes: table.staticRoutes,
+        staticRoutes: metrics ? [...table.staticRoutes, ...metrics.staticRoutes] : table.staticRoutes,
         staticDirs: table.staticDirs,
         httpRoutes: table.httpRoutes,
       });

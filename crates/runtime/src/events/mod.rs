@@ -23,7 +23,7 @@ pub mod record;
 
 pub use record::{
     Record, TlsRecord, Transport, NO_ROUTE, REQUEST_ACCEPTS_BR, REQUEST_ACCEPTS_GZIP, REQUEST_BODY,
-    REQUEST_HTTP10, REQUEST_KEEP_ALIVE,
+    REQUEST_COUNTED, REQUEST_HTTP10, REQUEST_KEEP_ALIVE,
 };
 
 /// Queued bytes beyond which an I/O thread wakes the worker at once instead

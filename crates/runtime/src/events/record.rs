@@ -72,6 +72,10 @@ pub const REQUEST_BODY: u8 = 4;
 pub const REQUEST_ACCEPTS_GZIP: u8 = 8;
 /// `HTTP_REQUEST` flag: brotli is the coding `Accept-Encoding` prefers.
 pub const REQUEST_ACCEPTS_BR: u8 = 16;
+/// `HTTP_REQUEST` flag: the server counts responses (the `metrics`
+/// option): `started` is set, and the response is to carry it back with
+/// the route. Without it `started` is 0 and the worker skips both.
+pub const REQUEST_COUNTED: u8 = 32;
 
 /// The route index of a connection that came through no route (an RPC
 /// listener).
@@ -179,6 +183,10 @@ pub enum Record<'a> {
         route: u16,
         method: u8,
         flags: u8,
+        /// When the head was complete: microseconds since the server
+        /// started (`http/metrics.rs`). JavaScript hands it back with the
+        /// response, whose end is measured from it.
+        started: u64,
         path: &'a str,
         query: &'a str,
         params: Vec<&'a str>,
@@ -306,6 +314,7 @@ impl<'a> Record<'a> {
                 route,
                 method,
                 flags,
+                started,
                 path,
                 query,
                 params,
@@ -315,6 +324,7 @@ impl<'a> Record<'a> {
                 put_u16(out, *route);
                 out.push(*method);
                 out.push(*flags);
+                put_id(out, *started);
                 put_str(out, path);
                 put_str(out, query);
                 // Patterns have far fewer than 255 parameters (the router
@@ -434,6 +444,7 @@ impl<'a> Record<'a> {
             },
             KIND_HTTP_REQUEST => {
                 let (id, route, method, flags) = (r.id()?, r.u16()?, r.u8()?, r.u8()?);
+                let started = r.id()?;
                 let (path, query) = (r.str()?, r.str()?);
                 let count = r.u8()?;
                 let params = (0..count)
@@ -444,6 +455,7 @@ impl<'a> Record<'a> {
                     route,
                     method,
                     flags,
+                    started,
                     path,
                     query,
                     params,

@@ -5,16 +5,20 @@
 //! compressed by `compress.rs`), framed
 //! here with a cached `Date`; the decisions of serving a static file
 //! (`files.rs`: safe paths, conditionals, ranges, codings) and the files
-//! a directory keeps in memory (`file_cache.rs`). What the I/O
+//! a directory keeps in memory (`file_cache.rs`); responses counted by
+//! route and status with their latency (`metrics.rs`) and rendered for
+//! Prometheus (`exposition.rs`). What the I/O
 //! thread reads is the session's
 //! (`session/http.rs`); the codec is `switchboard_proto::http1`.
 
 pub(crate) mod compress;
 pub(crate) mod date;
 pub(crate) use date::with_date;
+pub mod exposition;
 pub(crate) mod file_cache;
 pub mod file_order;
 pub(crate) mod files;
+pub mod metrics;
 pub mod respond;
 pub(crate) mod router;
 pub(crate) mod routes;
@@ -30,5 +34,5 @@ pub use routes::{InvalidRoute, RouteMatch, RouteTable};
 
 pub use respond::{
     ResponseParts, RESPOND_BR, RESPOND_GZIP, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE,
-    RESPOND_LENGTH, RESPOND_STREAM, WRITE_CHUNKED, WRITE_END,
+    RESPOND_LENGTH, RESPOND_ROUTE_SHIFT, RESPOND_STREAM, WRITE_CHUNKED, WRITE_END,
 };

@@ -9,7 +9,9 @@
 //! HTTP/1.0, HEAD, the coding `Accept-Encoding` prefers) come back with its
 //! response, so the native side keeps no per-request state on the worker's
 //! path. A whole body with [`RESPOND_GZIP`] or [`RESPOND_BR`] is encoded
-//! here first (`compress.rs`).
+//! here first (`compress.rs`). So do the request's route number and start
+//! time: a response that ends is counted here (`metrics.rs`), with the
+//! clock this batch's `Date` was read from.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -17,7 +19,8 @@ use std::sync::Arc;
 use switchboard_proto::http1::{self, ChunkHead, ContentCoding, ResponseBody, Version, LAST_CHUNK};
 
 use super::compress;
-use super::date::with_date;
+use super::date::{self, with_date_at};
+use super::metrics::HttpMetrics;
 use crate::config::CompressionConfig;
 use crate::connection::Connection;
 use crate::outbound::{OutItem, SendStatus};
@@ -51,6 +54,11 @@ pub const RESPOND_GZIP: u32 = 128;
 /// As [`RESPOND_GZIP`], with brotli (`Content-Encoding: br`).
 pub const RESPOND_BR: u32 = 256;
 
+/// The bits from here up of `flags` ([`respond`] and [`write`]) hold the
+/// request's route number plus one (0: not counted), so the response is
+/// counted in its route's row without another argument.
+pub const RESPOND_ROUTE_SHIFT: u32 = 16;
+
 /// Bodies from this size on are written from the caller's bytes when the
 /// socket is free for it (as WebSocket messages are: `connection.rs`).
 const SEND_DIRECT_FROM: usize = 16 * 1024;
@@ -66,6 +74,27 @@ pub struct ResponseParts<'a> {
     pub flags: u32,
     /// The body's length with [`RESPOND_LENGTH`].
     pub length: u64,
+    /// When the request's head was complete (its record's `started`).
+    pub started: u64,
+}
+
+/// The response of a request that started at `started` ended with
+/// `status`: counted in its route's row, if `flags` name a route.
+fn count(
+    metrics: &HttpMetrics,
+    connection: &Connection,
+    flags: u32,
+    status: u16,
+    started: u64,
+    now: std::time::Instant,
+) {
+    let route = flags >> RESPOND_ROUTE_SHIFT;
+    if route == 0 {
+        return;
+    }
+    let row = metrics.handler_row((route - 1) as u16);
+    let micros = metrics.micros(now).saturating_sub(started);
+    metrics.observe_worker(connection.worker(), row, status, micros);
 }
 
 thread_local! {
@@ -80,8 +109,11 @@ pub fn respond(
     connection: &Arc<Connection>,
     parts: &ResponseParts<'_>,
     compression: Option<&CompressionConfig>,
+    metrics: &HttpMetrics,
 ) -> SendStatus {
     let flags = parts.flags;
+    // This batch's clock: the response's `Date` and its end.
+    let now = date::now();
     let coding = if flags & RESPOND_BR != 0 {
         Some(ContentCoding::Br)
     } else if flags & RESPOND_GZIP != 0 {
@@ -89,7 +121,7 @@ pub fn respond(
     } else {
         None
     };
-    match (coding, compression) {
+    let status = match (coding, compression) {
         (Some(coding), Some(config))
             if flags & (RESPOND_STREAM | RESPOND_HEAD) == 0
                 && http1::status_allows_body(parts.status) =>
@@ -100,13 +132,17 @@ pub fn respond(
                 parts.headers,
                 config,
                 |encoded| match encoded {
-                    Some(encoded) => queue(connection, parts, encoded.headers, encoded.body),
-                    None => queue(connection, parts, parts.headers, parts.body),
+                    Some(encoded) => queue(connection, parts, encoded.headers, encoded.body, now),
+                    None => queue(connection, parts, parts.headers, parts.body, now),
                 },
             )
         }
-        _ => queue(connection, parts, parts.headers, parts.body),
+        _ => queue(connection, parts, parts.headers, parts.body, now),
+    };
+    if flags & RESPOND_STREAM == 0 {
+        count(metrics, connection, flags, parts.status, parts.started, now);
     }
+    status
 }
 
 /// [`respond`] with these header lines and this body (the handler's, or
@@ -116,6 +152,7 @@ fn queue(
     parts: &ResponseParts<'_>,
     headers: &[u8],
     body: &[u8],
+    now: std::time::Instant,
 ) -> SendStatus {
     let flags = parts.flags;
     let version = if flags & RESPOND_HTTP10 != 0 {
@@ -149,7 +186,7 @@ fn queue(
     HEAD.with(|head| {
         let mut head = head.borrow_mut();
         head.clear();
-        with_date(|date| {
+        with_date_at(now, |date| {
             http1::write_response_head(
                 &mut head,
                 parts.status,
@@ -185,16 +222,23 @@ fn queue(
 /// Queue the next piece of a streamed body ([`WRITE_CHUNKED`] frames it as
 /// a chunk; [`WRITE_END`] ends the response, with the last chunk when
 /// chunked). `flags` also carry the response's [`RESPOND_KEEP_ALIVE`] and
-/// [`RESPOND_HEAD`].
-pub fn write(connection: &Arc<Connection>, data: &[u8], flags: u32) -> SendStatus {
+/// [`RESPOND_HEAD`], and its route; `status` and `started` are the
+/// response's and its request's, counted when the piece ends it.
+pub fn write(
+    connection: &Arc<Connection>,
+    data: &[u8],
+    flags: u32,
+    (status, started): (u16, u64),
+    metrics: &HttpMetrics,
+) -> SendStatus {
     let chunked = flags & WRITE_CHUNKED != 0;
     let ends = flags & WRITE_END != 0;
     let data: &[u8] = if flags & RESPOND_HEAD != 0 { &[] } else { data };
     let last_chunk: &[u8] = if ends && chunked { LAST_CHUNK } else { b"" };
-    let status = (!chunked && data.len() >= SEND_DIRECT_FROM)
+    let direct = (!chunked && data.len() >= SEND_DIRECT_FROM)
         .then(|| send_large(connection, &[], data, ends))
         .flatten();
-    let status = status.unwrap_or_else(|| {
+    let sent = direct.unwrap_or_else(|| {
         let len = framed_len(data.len(), chunked) + last_chunk.len();
         let (status, wake) = connection.outbound.push_response(len, ends, |out| {
             put_piece(out, data, chunked);
@@ -206,7 +250,10 @@ pub fn write(connection: &Arc<Connection>, data: &[u8], flags: u32) -> SendStatu
     if ends && flags & RESPOND_KEEP_ALIVE == 0 {
         close_after(connection);
     }
-    status
+    if ends {
+        count(metrics, connection, flags, status, started, date::now());
+    }
+    sent
 }
 
 /// `head` then `body` written at once from the caller's bytes, when the

@@ -23,6 +23,8 @@ enum Target {
     Fixed(u16),
     /// `config.static_dirs[i]`: files served natively.
     Files(u16),
+    /// `config.metrics_path`: the counters for Prometheus.
+    Metrics,
 }
 
 /// The outcome of matching a request.
@@ -35,6 +37,8 @@ pub(crate) enum Routed<'r> {
     /// `config.static_dirs[i]`; the parameter is the path under the
     /// prefix (none for the prefix itself).
     Files(usize),
+    /// The metrics endpoint (`config.metrics_path`).
+    Metrics,
     /// No route for the path: 404 (426 when a WebSocket route has it).
     NotFound,
     /// Routes for the path, none for the method: 405 with `Allow`.
@@ -79,6 +83,7 @@ impl Routes {
             config.http.max_body_bytes,
         )?;
         insert_dirs(&mut routes.router, &config.static_dirs, true)?;
+        insert_metrics(&mut routes.router, config)?;
         if config.static_dirs.iter().any(|dir| dir.fallthrough) {
             let mut past = Self::build(
                 &config.http_routes,
@@ -86,6 +91,7 @@ impl Routes {
                 config.http.max_body_bytes,
             )?;
             insert_dirs(&mut past.router, &config.static_dirs, false)?;
+            insert_metrics(&mut past.router, config)?;
             routes.past_files = Some(past.router);
         }
         Ok(routes)
@@ -167,6 +173,7 @@ impl Routes {
                 },
                 Target::Fixed(index) => Routed::Fixed(index as usize),
                 Target::Files(index) => Routed::Files(index as usize),
+                Target::Metrics => Routed::Metrics,
             },
             Match::MethodNotAllowed { allow } => Routed::MethodNotAllowed { allow },
             Match::NotFound => Routed::NotFound,
@@ -206,6 +213,17 @@ fn insert_dirs(
                 .insert(Some("GET"), prefix, Target::Files(index))
                 .map_err(|e| invalid(prefix, e))?;
         }
+    }
+    Ok(())
+}
+
+/// The metrics endpoint, GET (and so HEAD) on its path; a route of the
+/// app's with the same method and path is refused, as two routes are.
+fn insert_metrics(router: &mut Router<Target>, config: &ServerConfig) -> Result<(), InvalidRoute> {
+    if let Some(path) = &config.metrics_path {
+        router
+            .insert(Some("GET"), path, Target::Metrics)
+            .map_err(|e| invalid(path, e))?;
     }
     Ok(())
 }
@@ -258,8 +276,8 @@ impl RouteTable {
         match self.routes.find(method, path, &mut params) {
             Routed::Handler { route, .. } => RouteMatch::Handler { route, params },
             Routed::Fixed(index) => RouteMatch::Fixed(index),
-            // A table outside a server has no directories.
-            Routed::Files(_) | Routed::NotFound => RouteMatch::NotFound,
+            // A table outside a server has no directories and no metrics.
+            Routed::Files(_) | Routed::Metrics | Routed::NotFound => RouteMatch::NotFound,
             Routed::MethodNotAllowed { allow } => RouteMatch::MethodNotAllowed { allow },
         }
     }

@@ -106,6 +106,7 @@ impl IoThreads {
             let thread = std::thread::Builder::new()
                 .name(format!("switchboard-io-{index}"))
                 .spawn(move || {
+                    crate::http::metrics::set_io_thread(index);
                     reactor.run();
                     let _ = finished.send(index);
                 })?;

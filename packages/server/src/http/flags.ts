@@ -12,6 +12,8 @@ export const WRITE_END = 64;
 /** A whole response's body goes gzip- (or brotli-) encoded: the coding its request prefers, when the response is worth compressing. */
 export const RESPOND_GZIP = 128;
 export const RESPOND_BR = 256;
+/** The request's route number plus one, from this bit up: the native side counts the response in its route's row. */
+export const RESPOND_ROUTE_SHIFT = 16;
 
 /** `httpRespond`'s and `httpWrite`'s results (`SendStatus` in `websocket.ts`). */
 export const STATUS_SENT = 0;

@@ -30,6 +30,8 @@ export const REQUEST_BODY = 4;
 export const REQUEST_ACCEPTS_GZIP = 8;
 /** `HttpRequestEvent.flags`: `Accept-Encoding` prefers brotli. */
 export const REQUEST_ACCEPTS_BR = 16;
+/** `HttpRequestEvent.flags`: responses are counted (the `metrics` option): `started` is set, and the response carries it back with the route. */
+export const REQUEST_COUNTED = 32;
 
 export interface UpgradeEvent {
   kind: typeof KIND_UPGRADE;
@@ -97,6 +99,8 @@ export interface HttpRequestEvent {
   /** Index into `METHODS`. */
   method: number;
   flags: number;
+  /** When the head was complete, in microseconds from the server's start: handed back with the response (the latency histogram). */
+  started: number;
   path: string;
   query: string;
   /** Raw (percent-encoded) parameter values, in the pattern's order. */
@@ -311,6 +315,10 @@ export function decodeBatch(
         const method = batch[r.offset]!;
         const flags = batch[r.offset + 1]!;
         r.offset += 2;
+        // Read only when it is used (the `metrics` option).
+        let started = 0;
+        if (flags & REQUEST_COUNTED) started = r.id();
+        else r.offset += 8;
         // The request target is ASCII (the native parser refuses other
         // bytes): latin1 decodes it fastest.
         const path = r.ascii();
@@ -318,7 +326,7 @@ export function decodeBatch(
         const count = batch[r.offset++]!;
         const params: string[] = [];
         for (let i = 0; i < count; i++) params.push(r.ascii());
-        onEvent({ kind, id, route, method, flags, path, query, params, batch, headersStart: r.offset, headersEnd: end });
+        onEvent({ kind, id, route, method, flags, started, path, query, params, batch, headersStart: r.offset, headersEnd: end });
         break;
       }
       case KIND_HTTP_BODY: {

@@ -15,7 +15,7 @@ import { BodyReader, Request, type Peer } from '../http/request.js';
 import { Response, type ResponseHost } from '../http/response.js';
 import type { FileOrder } from '../http/send-file.js';
 import { native } from '../native.js';
-import { RESPOND_BR, RESPOND_GZIP, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE } from '../http/flags.js';
+import { RESPOND_BR, RESPOND_GZIP, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE, WRITE_END } from '../http/flags.js';
 import { tlsInfo } from '../tls.js';
 import type { ConnectionHost, ConnectionState } from './connection-state.js';
 import {
@@ -23,6 +23,7 @@ import {
   REQUEST_ACCEPTS_BR,
   REQUEST_ACCEPTS_GZIP,
   REQUEST_BODY,
+  REQUEST_COUNTED,
   REQUEST_HTTP10,
   REQUEST_KEEP_ALIVE,
   type CloseEvent,
@@ -48,6 +49,8 @@ export class HttpState implements ConnectionState, ResponseHost {
   private bodies = 0;
   /** The number of each open request's body (-1: none), in the order of `requests`. */
   private readonly bodyNumbers: number[] = [];
+  /** The status of the streamed response in progress, counted at its end. */
+  private streamStatus = 0;
   /** Reports consumed body bytes to the native side. */
   private readonly consumed = (bytes: number): void => native.httpBodyConsumed(this.serverId, this.id, bytes);
   /** @internal ResponseHost: the app's (`http.compression.threshold`). */
@@ -93,6 +96,12 @@ export class HttpState implements ConnectionState, ResponseHost {
     this.requests.push(req);
     this.responses.push(res);
     this.bodyNumbers.push(hasBody ? this.bodies++ : -1);
+    if (event.flags & REQUEST_COUNTED) {
+      // What the native side counts the response by (`RESPOND_ROUTE_SHIFT`).
+      // Route numbers are u16: the flags stay below 2^32.
+      req.routeBits = (event.route + 1) * 0x1_0000;
+      req.started = event.started;
+    }
     if (hasBody) this.receiving = req;
     if (!route) {
       // Routes are the same in every worker; a number out of range is a bug.
@@ -148,12 +157,17 @@ export class HttpState implements ConnectionState, ResponseHost {
 
   /** @internal ResponseHost */
   respond(status: number, headers: string | Uint8Array, body: string | Uint8Array, flags: number, length: number): number {
-    return native.httpRespond(this.serverId, this.id, status, headers, body, flags, length);
+    // Only the first response in line writes: the first request's.
+    const req = this.requests[0];
+    this.streamStatus = status;
+    return native.httpRespond(this.serverId, this.id, status, headers, body, flags + (req?.routeBits ?? 0), length, req?.started ?? 0);
   }
 
   /** @internal ResponseHost */
   write(data: string | Uint8Array, flags: number): number {
-    return native.httpWrite(this.serverId, this.id, data, flags);
+    if ((flags & WRITE_END) === 0) return native.httpWrite(this.serverId, this.id, data, flags, 0, 0);
+    const req = this.requests[0];
+    return native.httpWrite(this.serverId, this.id, data, flags + (req?.routeBits ?? 0), this.streamStatus, req?.started ?? 0);
   }
 
   /** @internal ResponseHost */

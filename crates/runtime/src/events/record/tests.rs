@@ -116,6 +116,7 @@ fn record_of<'a>(v: &'a Value, bytes: &'a Bytes) -> Record<'a> {
             route: n("route") as u16,
             method: n("method") as u8,
             flags: n("flags") as u8,
+            started: n("started"),
             path: s("path"),
             query: s("query"),
             params: v["params"]

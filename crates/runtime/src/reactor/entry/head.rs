@@ -73,7 +73,14 @@ impl Entry {
             let websocket = match head.parser.parse(&head.buffer) {
                 Ok(None) => continue,
                 Ok(Some(request)) => handshake::wants_websocket(&request),
-                Err(error) => return self.respond_then_close(Response::http_error(error), cx),
+                Err(error) => {
+                    // A first request the parser refused is an HTTP
+                    // request answered natively, as a later one is.
+                    let metrics = &cx.server.http_metrics;
+                    let row = metrics.unrouted_row(crate::http::metrics::Unrouted::BadRequest);
+                    metrics.observe_io(row, error.status(), 0);
+                    return self.respond_then_close(Response::http_error(error), cx);
+                }
             };
             if !websocket {
                 // The HTTP session reads the request again, from the start.

@@ -1,8 +1,9 @@
 //! The responses an HTTP connection answers itself, never reaching
-//! JavaScript: a fixed route, 404, 405, 426, a malformed request, a
-//! timeout. Each waits its turn behind JavaScript's responses
-//! (`outbound/http.rs`), and those that close the connection end it once
-//! they are written.
+//! JavaScript: a fixed route, the metrics endpoint, 404, 405, 426, a
+//! malformed request, a timeout. Each waits its turn behind JavaScript's
+//! responses (`outbound/http.rs`), and those that close the connection end
+//! it once they are written. Each is counted (`http/metrics.rs`) when it
+//! is queued.
 
 use std::time::Instant;
 
@@ -13,8 +14,10 @@ use switchboard_proto::http1::{
 };
 
 use super::{Core, ReadState};
-use crate::errors::Failure;
+use crate::errors::{self, Failure};
 use crate::events::Record;
+use crate::http::exposition;
+use crate::http::metrics::Unrouted;
 use crate::session::{Machine, Phase};
 use crate::stats;
 
@@ -48,7 +51,41 @@ impl Core {
         };
         let response = frame(200, &extra, body, route.body.len(), !close, head.version);
         self.after_own(close, now);
-        self.respond(machine, response, close);
+        self.respond(machine, response, close, now);
+    }
+
+    /// The metrics endpoint: every counter, rendered now on this thread
+    /// (a scrape costs a walk over the connection table and the counters,
+    /// about what `stats()` costs, and no worker).
+    pub(super) fn metrics(
+        &mut self,
+        machine: &mut Machine,
+        head: &RequestHead<'_, '_>,
+        keep_alive: bool,
+        now: Instant,
+    ) {
+        let server = &machine.server;
+        let text = exposition::render(&server.stats_snapshot(), &server.http_metrics.snapshot());
+        let close = !keep_alive || head.body != BodyKind::Empty;
+        let headers = format!(
+            "Content-Type: {}\r\nCache-Control: no-store\r\n",
+            exposition::CONTENT_TYPE
+        );
+        let body: &[u8] = if head.method == Method::Head {
+            &[]
+        } else {
+            text.as_bytes()
+        };
+        let response = frame(
+            200,
+            headers.as_bytes(),
+            body,
+            text.len(),
+            !close,
+            head.version,
+        );
+        self.after_own(close, now);
+        self.respond(machine, response, close, now);
     }
 
     /// Answer a request with a failure of ours; the connection stays open
@@ -67,7 +104,47 @@ impl Core {
         let head_only = head.method == Method::Head;
         let response = failure_response(failure, extra, head_only, close, head.version);
         self.after_own(close, now);
-        self.respond(machine, response, close);
+        self.respond(machine, response, close, now);
+    }
+
+    /// No route for the path: 404, or 426 when a WebSocket route has it.
+    pub(super) fn not_found(
+        &mut self,
+        machine: &mut Machine,
+        head: &RequestHead<'_, '_>,
+        keep_alive: bool,
+        now: Instant,
+    ) {
+        let server = &machine.server;
+        let (failure, unrouted, extra): (_, _, &[u8]) =
+            if server.config.routes.iter().any(|r| r.matches(head.path)) {
+                let upgrade = b"Upgrade: websocket\r\n";
+                (
+                    errors::WS_UPGRADE_REQUIRED,
+                    Unrouted::UpgradeRequired,
+                    upgrade,
+                )
+            } else {
+                (errors::HTTP_NOT_FOUND, Unrouted::NotFound, b"")
+            };
+        self.row = server.http_metrics.unrouted_row(unrouted);
+        self.answer(machine, failure, extra, head, keep_alive, now);
+    }
+
+    /// Routes for the path, none for the method: 405 with `allow` (the
+    /// `Allow` header line).
+    pub(super) fn method_not_allowed(
+        &mut self,
+        machine: &mut Machine,
+        allow: &str,
+        head: &RequestHead<'_, '_>,
+        keep_alive: bool,
+        now: Instant,
+    ) {
+        let metrics = &machine.server.http_metrics;
+        self.row = metrics.unrouted_row(Unrouted::MethodNotAllowed);
+        let failure = errors::HTTP_METHOD_NOT_ALLOWED;
+        self.answer(machine, failure, allow.as_bytes(), head, keep_alive, now);
     }
 
     /// A request answered by us is read (we do not read its body).
@@ -80,10 +157,15 @@ impl Core {
 
     /// A malformed request: its status, and the connection closes (what
     /// follows cannot be framed).
-    pub(super) fn reject(&mut self, machine: &mut Machine, error: HttpError) {
+    pub(super) fn reject(&mut self, machine: &mut Machine, error: HttpError, now: Instant) {
         stats::add(&machine.server.stats.handshakes_rejected, 1);
+        self.started = now;
+        self.row = machine
+            .server
+            .http_metrics
+            .unrouted_row(Unrouted::BadRequest);
         let text = format!("{}: {}", error.code(), error);
-        self.refuse(machine, error.status(), &text);
+        self.refuse(machine, error.status(), &text, now);
     }
 
     /// The body of the request JavaScript has cannot be read to its end:
@@ -106,7 +188,7 @@ impl Core {
     }
 
     /// Answer with `status` and `text`, then close.
-    pub(super) fn refuse(&mut self, machine: &mut Machine, status: u16, text: &str) {
+    pub(super) fn refuse(&mut self, machine: &mut Machine, status: u16, text: &str, now: Instant) {
         let response = frame(
             status,
             b"Content-Type: text/plain; charset=utf-8\r\n",
@@ -117,17 +199,23 @@ impl Core {
         );
         self.last_request = true;
         self.state = ReadState::Done;
-        self.respond(machine, response, true);
+        self.respond(machine, response, true, now);
     }
 
     /// Queue a response of ours once JavaScript's before it ended; until
     /// then it is held, and nothing more is read.
-    pub(super) fn respond(&mut self, machine: &mut Machine, response: Vec<u8>, close: bool) {
+    pub(super) fn respond(
+        &mut self,
+        machine: &mut Machine,
+        response: Vec<u8>,
+        close: bool,
+        now: Instant,
+    ) {
         if response.len() >= SHARE_FROM {
             // A large response (a static file read whole) goes into the
             // queue as it is, not copied into its coalescing buffer: the
             // copy was a fifth of the time of a 64 KiB file.
-            self.respond_shared(machine, Vec::new(), Bytes::from(response), close);
+            self.respond_shared(machine, Vec::new(), Bytes::from(response), close, now);
             return;
         }
         if machine
@@ -135,6 +223,7 @@ impl Core {
             .outbound
             .push_own_response(self.dispatched, &response, close)
         {
+            self.count(machine, status_of(&response), now);
             if close {
                 self.state = ReadState::Done;
             }
@@ -151,9 +240,12 @@ impl Core {
         head: Vec<u8>,
         body: Bytes,
         close: bool,
+        now: Instant,
     ) {
         let outbound = &machine.connection.outbound;
         if outbound.push_own_response(self.dispatched, &head, false) {
+            let status = status_of(if head.is_empty() { &body } else { &head });
+            self.count(machine, status, now);
             if !body.is_empty() {
                 outbound.push_own_bytes(body);
             }
@@ -167,6 +259,18 @@ impl Core {
             let mut response = head;
             response.extend_from_slice(&body);
             self.state = ReadState::Held { response, close };
+        }
+    }
+
+    /// A response of ours with `status` (none: the connection closed
+    /// without one) is queued: it counts in the current request's row.
+    pub(super) fn count(&self, machine: &Machine, status: Option<u16>, now: Instant) {
+        if let Some(status) = status {
+            let micros = now.saturating_duration_since(self.started).as_micros() as u64;
+            machine
+                .server
+                .http_metrics
+                .observe_io(self.row, status, micros);
         }
     }
 
@@ -198,6 +302,12 @@ pub(super) fn failure_response(
     let mut headers = extra.to_vec();
     headers.extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\n");
     frame(failure.status, &headers, body, text.len(), !close, version)
+}
+
+/// The status of a response we framed (`HTTP/1.1 404 ...`).
+pub(super) fn status_of(response: &[u8]) -> Option<u16> {
+    let digits = response.get(9..12)?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// A response of ours from this size on is queued without a copy.

@@ -102,7 +102,7 @@ impl Core {
                     head.version,
                 );
                 self.after_own(close, now);
-                self.respond(machine, response, close);
+                self.respond(machine, response, close, now);
                 return true;
             }
             Err(PathError::Refused) => {
@@ -159,8 +159,10 @@ impl Core {
             Found::Changed => Served::Unreadable,
         };
         match served {
-            Served::Whole { response, .. } => self.respond(machine, response, close),
-            Served::Shared { head, body, .. } => self.respond_shared(machine, head, body, close),
+            Served::Whole { response, .. } => self.respond(machine, response, close, now),
+            Served::Shared { head, body, .. } => {
+                self.respond_shared(machine, head, body, close, now)
+            }
             Served::Stream {
                 head, file, length, ..
             } => {
@@ -173,7 +175,7 @@ impl Core {
                 // The file shrank under us: no answer can be
                 // given, the connection closes in its turn.
                 self.last_request = true;
-                self.respond(machine, Vec::new(), true);
+                self.respond(machine, Vec::new(), true, now);
             }
         }
         true
@@ -216,7 +218,7 @@ impl Core {
         let close = !keep_alive || head.body != BodyKind::Empty;
         let response = frame(301, location.as_bytes(), b"", 0, !close, head.version);
         self.after_own(close, now);
-        self.respond(machine, response, close);
+        self.respond(machine, response, close, now);
     }
 }
 

@@ -42,6 +42,7 @@ mod tests;
 use super::Machine;
 use crate::errors;
 use crate::events::Record;
+use crate::http::metrics::{RowId, Unrouted};
 use crate::http::FileOrder;
 use crate::tls::TlsInfo;
 
@@ -82,6 +83,12 @@ struct Core {
     tls: Option<TlsInfo>,
     /// The first byte of the request head being read arrived then.
     head_started: Option<Instant>,
+    /// The latest request's head was complete then, and the row its
+    /// response of ours is counted in (`http/metrics.rs`): nothing more
+    /// is read while a response of ours waits, so they are that
+    /// response's when it is queued.
+    started: Instant,
+    row: RowId,
     /// Since when nothing was in progress, as far as this side knows.
     idle_since: Instant,
     /// After the body being read, read nothing more (the request did not
@@ -135,6 +142,8 @@ impl HttpReader {
                 remote,
                 tls,
                 head_started: None,
+                started: now,
+                row: RowId::MAX,
                 idle_since: now,
                 last_request: false,
                 closing_when_idle: false,
@@ -269,7 +278,7 @@ impl HttpReader {
                             core.on_request(machine, &head, now);
                         }
                         Err(error) => {
-                            core.reject(machine, error);
+                            core.reject(machine, error, now);
                             return input.len();
                         }
                     }
@@ -328,7 +337,7 @@ impl HttpReader {
             else {
                 unreachable!("matched above");
             };
-            core.respond(machine, response, close);
+            core.respond(machine, response, close, now);
         }
         core.pump(machine, now);
         let sending = !core.sending.is_empty();
@@ -406,7 +415,12 @@ impl HttpReader {
             ReadState::Head => match core.head_started {
                 Some(started) if now >= started + header_timeout => {
                     let failure = errors::HTTP_REQUEST_TIMEOUT;
-                    core.refuse(machine, failure.status, &failure.reason());
+                    core.started = started;
+                    core.row = machine
+                        .server
+                        .http_metrics
+                        .unrouted_row(Unrouted::BadRequest);
+                    core.refuse(machine, failure.status, &failure.reason(), now);
                 }
                 None if now >= core.idle_since + keep_alive => {
                     core.refresh(machine, false);

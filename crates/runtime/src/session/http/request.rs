@@ -9,10 +9,9 @@ use switchboard_proto::http1::{
 };
 
 use super::{Core, ReadState, CONTINUE};
-use crate::errors;
 use crate::events::{
-    Record, TlsRecord, REQUEST_ACCEPTS_BR, REQUEST_ACCEPTS_GZIP, REQUEST_BODY, REQUEST_HTTP10,
-    REQUEST_KEEP_ALIVE,
+    Record, TlsRecord, REQUEST_ACCEPTS_BR, REQUEST_ACCEPTS_GZIP, REQUEST_BODY, REQUEST_COUNTED,
+    REQUEST_HTTP10, REQUEST_KEEP_ALIVE,
 };
 use crate::http::routes::Routed;
 use crate::session::Machine;
@@ -35,9 +34,11 @@ impl Core {
         let keep_alive = head.keep_alive && !head.upgrade && !self.closing_when_idle;
         self.last_request = !keep_alive;
         let server = machine.server.clone();
+        self.started = now;
         let mut params = recycle(std::mem::take(&mut self.params));
         let mut routed = server.http_routes.find(head.method, head.path, &mut params);
         while let Routed::Files(index) = routed {
+            self.row = server.http_metrics.dir_row(index);
             if self.files(machine, index, &params, head, keep_alive, now) {
                 self.params = forget(params);
                 return;
@@ -64,7 +65,7 @@ impl Core {
                             Ok(decoder) => Some(decoder),
                             Err(error) => {
                                 self.params = forget(params);
-                                self.reject(machine, error);
+                                self.reject(machine, error, now);
                                 return;
                             }
                         }
@@ -110,8 +111,18 @@ impl Core {
                         None => 0,
                     };
                 }
+                // Counting costs the worker a little per response: only
+                // when the counts are served (`http/metrics.rs`).
+                let metrics = &server.http_metrics;
+                let started = if metrics.enabled() {
+                    flags |= REQUEST_COUNTED;
+                    metrics.micros(now)
+                } else {
+                    0
+                };
                 machine.queue().push(&Record::HttpRequest {
                     id,
+                    started,
                     route,
                     method: head.method.index(),
                     flags,
@@ -130,31 +141,19 @@ impl Core {
                     None => self.request_read(now),
                 }
             }
-            Routed::Fixed(index) => self.fixed(machine, index, head, keep_alive, now),
-            // (Files were answered above.)
-            Routed::NotFound | Routed::Files(_) => {
-                let failure = if server.config.routes.iter().any(|r| r.matches(head.path)) {
-                    errors::WS_UPGRADE_REQUIRED
-                } else {
-                    errors::HTTP_NOT_FOUND
-                };
-                let extra: &[u8] = if failure == errors::WS_UPGRADE_REQUIRED {
-                    b"Upgrade: websocket\r\n"
-                } else {
-                    b""
-                };
-                self.answer(machine, failure, extra, head, keep_alive, now);
+            Routed::Fixed(index) => {
+                self.row = server.http_metrics.fixed_row(index);
+                self.fixed(machine, index, head, keep_alive, now);
             }
+            Routed::Metrics => {
+                self.row = server.http_metrics.metrics_row();
+                self.metrics(machine, head, keep_alive, now);
+            }
+            // (Files were answered above.)
+            Routed::NotFound | Routed::Files(_) => self.not_found(machine, head, keep_alive, now),
             Routed::MethodNotAllowed { allow } => {
-                let extra = format!("Allow: {allow}\r\n");
-                self.answer(
-                    machine,
-                    errors::HTTP_METHOD_NOT_ALLOWED,
-                    extra.as_bytes(),
-                    head,
-                    keep_alive,
-                    now,
-                );
+                let allow = format!("Allow: {allow}\r\n");
+                self.method_not_allowed(machine, &allow, head, keep_alive, now);
             }
         }
         self.params = forget(params);

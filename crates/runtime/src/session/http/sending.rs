@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::answers::status_of;
 use super::{Core, ReadState};
 use crate::session::Machine;
 
@@ -52,6 +53,9 @@ pub(super) struct FileSend {
     close: bool,
     /// A handler's file: the status the worker hears of at its end.
     reports: Option<u16>,
+    /// The status its head says, counted at its end (`app.static`'s: a
+    /// handler's file is counted by its worker).
+    status: Option<u16>,
     /// The last time the client took bytes (or the head was queued), and
     /// what was queued then: a client that takes nothing for
     /// `body_timeout` is disconnected.
@@ -72,6 +76,7 @@ impl FileSend {
         FileSend {
             file,
             remaining,
+            status: status_of(&head),
             head: Some(head),
             gate,
             close,
@@ -140,11 +145,13 @@ impl Core {
                             outbound.end_own_response(done.close);
                             self.file_done(machine, status, true);
                         }
-                        None if done.close => {
-                            outbound.push_own_response(self.dispatched, &[], true);
-                            self.state = ReadState::Done;
+                        None => {
+                            self.count(machine, done.status, now);
+                            if done.close {
+                                outbound.push_own_response(self.dispatched, &[], true);
+                                self.state = ReadState::Done;
+                            }
                         }
-                        None => {}
                     }
                     self.idle_since = now;
                 }

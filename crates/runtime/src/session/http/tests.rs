@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::config::{FileCacheConfig, HttpRouteConfig, ServerConfig};
 use crate::connection::ConnectionKind;
-use crate::http::respond::{self, ResponseParts, RESPOND_KEEP_ALIVE};
+use crate::http::respond::{self, ResponseParts, RESPOND_KEEP_ALIVE, RESPOND_ROUTE_SHIFT};
 use crate::session::tests::{start, Harness};
 
 pub(super) fn http(routes: &[(&str, &str)], tune: impl FnOnce(&mut ServerConfig)) -> Harness {
@@ -32,10 +32,12 @@ pub(super) fn answer(h: &Harness, body: &str, keep_alive: bool) {
         status: 200,
         headers: b"",
         body: body.as_bytes(),
-        flags: if keep_alive { RESPOND_KEEP_ALIVE } else { 0 },
+        // Route 0 (plus one, as JavaScript sends it).
+        flags: (if keep_alive { RESPOND_KEEP_ALIVE } else { 0 }) | 1 << RESPOND_ROUTE_SHIFT,
         length: 0,
+        started: 0,
     };
-    respond::respond(h.session.connection(), &parts, None);
+    respond::respond(h.session.connection(), &parts, None, &h.server.http_metrics);
 }
 
 impl Harness {
@@ -400,9 +402,11 @@ fn a_compressed_response_carries_its_coding_and_encoded_length() {
             body: body.as_bytes(),
             flags: RESPOND_KEEP_ALIVE | flags,
             length: 0,
+            started: 0,
         };
         let config = CompressionConfig::default();
-        respond::respond(h.session.connection(), &parts, Some(&config));
+        let metrics = &h.server.http_metrics;
+        respond::respond(h.session.connection(), &parts, Some(&config), metrics);
     };
     respond_with(&h, RESPOND_GZIP);
     h.turn(2);
@@ -724,3 +728,5 @@ fn a_file_that_shrinks_while_it_is_sent_ends_the_connection() {
         "a body short of its Content-Length"
     );
 }
+
+mod metrics;
