@@ -189,9 +189,11 @@ export declare function httpDiscardBody(server: number, connection: number, body
  * and reports how it went (`HTTP_FILE_DONE`). `headers` is the handler's
  * header lines (`Name: value`, each ending with CRLF), `requestHeaders`
  * the request's lines as received, `flags` the `FILE_*` bits
- * (`http/flags.ts`). Returns the send status (3: the connection is gone).
+ * (`http/flags.ts`) with the route from `RESPOND_ROUTE_SHIFT` up, and
+ * `started` its record's (the response is counted when the file ends).
+ * Returns the send status (3: the connection is gone).
  */
-export declare function httpFile(server: number, connection: number, status: number, headers: string, path: string, root: string | undefined | null, requestHeaders: Buffer, flags: number, maxAge: number): number
+export declare function httpFile(server: number, connection: number, status: number, headers: string, path: string, root: string | undefined | null, requestHeaders: Buffer, flags: number, maxAge: number, started: number): number
 
 /** Options of plain HTTP requests (`ServerOptions.http` in TypeScript). */
 export interface HttpOptions {

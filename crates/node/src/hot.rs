@@ -89,7 +89,9 @@ pub fn http_discard_body(server: u32, connection: i64, body: u32) {
 /// and reports how it went (`HTTP_FILE_DONE`). `headers` is the handler's
 /// header lines (`Name: value`, each ending with CRLF), `requestHeaders`
 /// the request's lines as received, `flags` the `FILE_*` bits
-/// (`http/flags.ts`). Returns the send status (3: the connection is gone).
+/// (`http/flags.ts`) with the route from `RESPOND_ROUTE_SHIFT` up, and
+/// `started` its record's (the response is counted when the file ends).
+/// Returns the send status (3: the connection is gone).
 #[allow(clippy::too_many_arguments)]
 #[napi]
 pub fn http_file(
@@ -102,6 +104,7 @@ pub fn http_file(
     request_headers: Buffer,
     flags: u32,
     max_age: u32,
+    started: i64,
 ) -> u32 {
     let order = switchboard_runtime::http::FileOrder {
         status: u16::try_from(status).unwrap_or(200),
@@ -111,6 +114,7 @@ pub fn http_file(
         request_headers: request_headers.to_vec(),
         flags,
         max_age,
+        started: started.max(0) as u64,
     };
     with_server(server, |s| {
         s.http_file(crate::id_from_js(connection), order) as u32

@@ -281,6 +281,7 @@ export interface NativeModule {
     requestHeaders: Buffer,
     flags: number,
     maxAge: number,
+    started: number,
   ): number;
   /** The `Content-Type` the core sends a file with, by its name's extension. */
   contentTypeOf(name: string): string;

@@ -165,6 +165,7 @@ before(async () => {
         setTimeout(() => res.end('b'), 20);
       });
       a.get('/fixed', { body: 'fixed', contentType: 'text/plain' });
+      a.get('/download/:name', (req, res) => res.file(req.params.name, { root: staticDir }));
       a.static('/static', { root: staticDir });
       a.ws('/ws', {
         message(ws, data, isBinary) {
@@ -208,6 +209,8 @@ test('after known traffic the exposition has the exact counts', async () => {
   assert.equal(await get('/a%22b%5Cc'), 404);
   assert.equal(await get('/static/a.txt'), 200);
   assert.equal(await get('/static/missing.txt'), 404);
+  assert.equal(await get('/download/a.txt'), 200, "a handler's file, sent by the core");
+  assert.equal(await get('/download/a.txt', { headers: { range: 'bytes=0-4' } }), 206);
   assert.equal(await get('/nowhere'), 404);
   assert.equal(await get('/nowhere/else'), 404);
   assert.equal(await get('/fixed', { method: 'PUT' }), 405);
@@ -244,6 +247,8 @@ test('after known traffic the exposition has the exact counts', async () => {
   assert.equal(requests('/fixed', '200'), 1);
   assert.equal(requests('/static', '200'), 1);
   assert.equal(requests('/static', '404'), 1);
+  assert.equal(requests('/download/:name', '200'), 1, "res.file's response counts in its route's row");
+  assert.equal(requests('/download/:name', '206'), 1);
   assert.equal(requests('(not-found)', '404'), 3);
   assert.equal(requests('(method-not-allowed)', '405'), 1);
   assert.equal(requests('(upgrade-required)', '426'), 1);
@@ -252,7 +257,7 @@ test('after known traffic the exposition has the exact counts', async () => {
 
   // Only those: nothing else was answered.
   const total = m.get('switchboard_http_requests_total').samples.reduce((sum, s) => sum + s.value, 0);
-  assert.equal(total, 4 + 1 + 2 + 1 + 1 + 1 + 1 + 1 + 1 + 3 + 1 + 1 + 2);
+  assert.equal(total, 4 + 1 + 2 + 1 + 1 + 1 + 1 + 1 + 1 + 2 + 3 + 1 + 1 + 2);
   // Requests read: all but the malformed first one (refused before a session).
   assert.equal(value(m, 'switchboard_http_requests_received_total'), total - 1);
 

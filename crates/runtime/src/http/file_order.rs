@@ -59,6 +59,10 @@ pub struct FileOrder {
     /// `Cache-Control: max-age` in seconds (0: `no-cache`, as `app.static`
     /// says it), unless the handler set `Cache-Control`.
     pub max_age: u32,
+    /// When the request's head was complete (its record's `started`): with
+    /// the route in `flags` from `RESPOND_ROUTE_SHIFT` up (plus one; none:
+    /// not counted), the response is counted when its file ends.
+    pub started: u64,
 }
 
 impl FileOrder {
@@ -139,6 +143,7 @@ mod tests {
             request_headers: Vec::new(),
             flags,
             max_age: 0,
+            started: 0,
         }
     }
 

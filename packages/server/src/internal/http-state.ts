@@ -172,7 +172,8 @@ export class HttpState implements ConnectionState, ResponseHost {
 
   /** @internal ResponseHost */
   file(status: number, headers: string, order: FileOrder): number {
-    return native.httpFile(this.serverId, this.id, status, headers, order.path, order.root, order.requestHeaders, order.flags, order.maxAge);
+    const req = this.requests[0];
+    return native.httpFile(this.serverId, this.id, status, headers, order.path, order.root, order.requestHeaders, order.flags + (req?.routeBits ?? 0), order.maxAge, req?.started ?? 0);
   }
 
   /**

@@ -89,6 +89,9 @@ struct Core {
     /// response's when it is queued.
     started: Instant,
     row: RowId,
+    /// The route (plus one) and start of the handler's file being
+    /// answered (`serve.rs`), counted when it ends.
+    order_counted: Option<(u32, u64)>,
     /// Since when nothing was in progress, as far as this side knows.
     idle_since: Instant,
     /// After the body being read, read nothing more (the request did not
@@ -144,6 +147,7 @@ impl HttpReader {
                 head_started: None,
                 started: now,
                 row: RowId::MAX,
+                order_counted: None,
                 idle_since: now,
                 last_request: false,
                 closing_when_idle: false,

@@ -17,6 +17,7 @@ fn order(path: &str, root: Option<&PathBuf>, headers: &[u8], request: &[u8]) -> 
         request_headers: request.to_vec(),
         flags: FILE_KEEP_ALIVE | FILE_GET,
         max_age: 0,
+        started: 0,
     })
 }
 

@@ -143,7 +143,7 @@ impl Core {
                     match done.reports {
                         Some(status) => {
                             outbound.end_own_response(done.close);
-                            self.file_done(machine, status, true);
+                            self.file_done(machine, status, true, now);
                         }
                         None => {
                             self.count(machine, done.status, now);

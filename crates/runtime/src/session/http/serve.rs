@@ -32,6 +32,7 @@ use crate::http::file_order::{
     FILE_NO_ETAG, FILE_NO_LAST_MODIFIED, FILE_NO_PRECOMPRESSED,
 };
 use crate::http::files::{self, Conditions, PathError, Plan, Validators};
+use crate::http::respond::RESPOND_ROUTE_SHIFT;
 use crate::session::Machine;
 
 /// A file up to this size is read whole and queued as one response: one
@@ -374,6 +375,8 @@ impl Core {
     /// order and holds the later ones until it hears of this one), so the
     /// answer is queued at once, ungated, and its end counted here.
     pub(super) fn answer_order(&mut self, machine: &mut Machine, order: &FileOrder, now: Instant) {
+        let route = order.flags >> RESPOND_ROUTE_SHIFT;
+        self.order_counted = (route != 0).then_some((route, order.started));
         let found = match order.checked_path() {
             Ok(path) => lookup_order(&path, order.root.as_deref()).ok_or(404),
             Err(PathError::Refused) => Err(404),
@@ -383,7 +386,7 @@ impl Core {
             Ok(found) => found,
             Err(status) => {
                 // Nothing sent: the response is the handler's again.
-                self.file_done(machine, status, false);
+                self.file_done(machine, status, false, now);
                 return;
             }
         };
@@ -409,7 +412,7 @@ impl Core {
                 if outbound.push_own_bytes(Bytes::from(response)) {
                     outbound.end_own_response(close);
                 }
-                self.file_done(machine, status, true);
+                self.file_done(machine, status, true, now);
             }
             Served::Stream {
                 head,
@@ -428,7 +431,7 @@ impl Core {
                 if outbound.push_own_bytes(Bytes::from(head)) && outbound.push_own_bytes(body) {
                     outbound.end_own_response(close);
                 }
-                self.file_done(machine, status, true);
+                self.file_done(machine, status, true, now);
             }
             Served::Unreadable => {
                 self.last_request = true;
@@ -437,8 +440,21 @@ impl Core {
         }
     }
 
-    /// Tell the worker how the file of its first response in line went.
-    pub(super) fn file_done(&mut self, machine: &mut Machine, status: u16, sent: bool) {
+    /// Tell the worker how the file of its first response in line went;
+    /// one that was sent counts in its route's row, from its request's
+    /// start (`FileOrder::started`) to now.
+    pub(super) fn file_done(
+        &mut self,
+        machine: &mut Machine,
+        status: u16,
+        sent: bool,
+        now: Instant,
+    ) {
+        if let Some((route, started)) = self.order_counted.take().filter(|_| sent) {
+            let metrics = &machine.server.http_metrics;
+            let micros = metrics.micros(now).saturating_sub(started);
+            metrics.observe_io(metrics.handler_row((route - 1) as u16), status, micros);
+        }
         machine.queue().push(&Record::HttpFileDone {
             id: machine.connection.id,
             status,
