@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::tests::{http, Files};
+use super::files_tests::Files;
+use super::tests::http;
 use crate::config::FileCacheConfig;
 
 const GET_A: &[u8] = b"GET /static/a.txt HTTP/1.1\r\nHost: a\r\n\r\n";

@@ -30,6 +30,8 @@ use switchboard_proto::http1::{BodyDecoder, HeadParser};
 mod answers;
 mod files;
 #[cfg(test)]
+mod files_tests;
+#[cfg(test)]
 mod kept_tests;
 #[cfg(test)]
 mod order_tests;

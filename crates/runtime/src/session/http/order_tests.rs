@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use super::tests::{answer, http, pattern, Files, GET_USER};
+use super::files_tests::{pattern, Files};
+use super::tests::{answer, http, GET_USER};
 use crate::http::file_order::{FILE_GET, FILE_KEEP_ALIVE};
 use crate::http::FileOrder;
 
