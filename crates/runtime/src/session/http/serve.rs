@@ -190,37 +190,27 @@ fn answer(request: &FileRequest<'_>, chosen: Chosen<'_>) -> Served {
         Plan::Whole
     };
     let handler_lines = request.handler_headers;
-    let (status, start, length) = match plan {
-        Plan::PreconditionFailed => {
-            let failure = errors::HTTP_PRECONDITION_FAILED;
-            let extra = lines_without_content(handler_lines);
-            let response = failure_response(
-                failure,
-                &extra,
-                request.head,
-                request.close,
-                request.version,
-            );
-            return Served::Whole {
-                response,
-                status: failure.status,
-            };
+    // A 412 or 416 carries the handler's lines that do not describe a body.
+    let refuse = |failure: errors::Failure, more: &[u8]| {
+        let mut extra = lines_without_content(handler_lines);
+        extra.extend_from_slice(more);
+        let response = failure_response(
+            failure,
+            &extra,
+            request.head,
+            request.close,
+            request.version,
+        );
+        Served::Whole {
+            response,
+            status: failure.status,
         }
+    };
+    let (status, start, length) = match plan {
+        Plan::PreconditionFailed => return refuse(errors::HTTP_PRECONDITION_FAILED, b""),
         Plan::Unsatisfiable => {
-            let failure = errors::HTTP_RANGE_NOT_SATISFIABLE;
-            let mut extra = lines_without_content(handler_lines);
-            extra.extend_from_slice(format!("Content-Range: bytes */{size}\r\n").as_bytes());
-            let response = failure_response(
-                failure,
-                &extra,
-                request.head,
-                request.close,
-                request.version,
-            );
-            return Served::Whole {
-                response,
-                status: failure.status,
-            };
+            let range = format!("Content-Range: bytes */{size}\r\n");
+            return refuse(errors::HTTP_RANGE_NOT_SATISFIABLE, range.as_bytes());
         }
         Plan::NotModified => (304, 0, 0),
         Plan::Whole => (request.status, 0, size),
