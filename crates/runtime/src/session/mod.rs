@@ -202,15 +202,13 @@ impl Session {
     }
 
     /// After a flush: whether the driver should service the connection
-    /// again at once instead of waiting for writability. A flush that
-    /// stopped at its budget (`writes.rs`, `FLUSH_BUDGET`) left bytes the
-    /// socket would take; an HTTP connection sending a static file queues
-    /// it a piece at a time. Either way no writability edge will come to
-    /// ask for more.
+    /// again at once instead of waiting for writability. An HTTP
+    /// connection sending a static file queues it a piece at a time; when
+    /// the socket took all that was queued, no writability edge will come
+    /// to ask for the next pieces.
     pub(crate) fn wants_another_turn(&self) -> bool {
-        self.machine.writes.wants_more()
-            || matches!(&self.reader, Reader::Http(reader) if reader.sending())
-                && self.machine.writes.is_empty()
+        matches!(&self.reader, Reader::Http(reader) if reader.sending())
+            && self.machine.writes.is_empty()
     }
 
     /// What other threads queued (`taken` says how), and the eviction
