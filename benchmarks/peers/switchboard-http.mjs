@@ -10,6 +10,8 @@
 //   STATIC_DIR  the folder `/static/` serves (required; the runner makes it).
 //   WORKERS     worker threads running handlers (default 1).
 //   IO_THREADS  native I/O threads (default 1).
+//   IO_SCHEDULING  the I/O threads' `ioThreadScheduling` (default: the
+//               server's, 'batch'); 'normal' for A/B runs.
 // The defaults are 1 and 1, not the core count, because the runner gives
 // each server one core (taskset): more threads would only contend for it.
 // Keep-alive and pipelining are the server's defaults; no idle timeout is
@@ -48,6 +50,8 @@ try {
     app: new URL('./switchboard-http-app.mjs', import.meta.url),
     workers: intFromEnv('WORKERS', 1),
     ioThreads: intFromEnv('IO_THREADS', 1),
+  ioThreadScheduling: process.env.IO_SCHEDULING || undefined,
+    ioThreadScheduling: process.env.IO_SCHEDULING || undefined,
   });
   // A run that fails shows why in the server's output (the harness keeps its tail).
   server.on('workerReplaced', ({ worker, code }) => console.error(`worker ${worker} replaced: ${code}`));

@@ -9,6 +9,8 @@
 //   PORT        port on 127.0.0.1 (0 = any free port; default 0).
 //   WORKERS     worker threads running handlers (default 1).
 //   IO_THREADS  native I/O threads (default 1).
+//   IO_SCHEDULING  the I/O threads' `ioThreadScheduling` (default: the
+//               server's, 'batch'); 'normal' for A/B runs.
 // The defaults are 1 and 1, not the core count, because the runner gives
 // each server one core (taskset): more threads would only contend for it.
 //
@@ -38,6 +40,7 @@ const server = new Server({
   app: new URL('./switchboard-app.mjs', import.meta.url),
   workers: intFromEnv('WORKERS', 1),
   ioThreads: intFromEnv('IO_THREADS', 1),
+  ioThreadScheduling: process.env.IO_SCHEDULING || undefined,
   maxConnections: 1_000_000,
 });
 

@@ -299,6 +299,8 @@ export interface ServerOptions {
   metricsPath?: string
   workers: number
   ioThreads?: number
+  /** "batch" (the default) or "normal". */
+  ioThreadScheduling?: string
   maxConnections?: number
   maxHeadBytes?: number
   /** 1..=65535 (the upgrade event counts headers in 16 bits). */

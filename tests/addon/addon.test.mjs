@@ -225,6 +225,23 @@ describe('the native addon', { timeout: 300000 }, () => {
     });
   }
 
+  // proc(5) policies: 0 SCHED_OTHER, 3 SCHED_BATCH.
+  for (const [scheduling, policy] of [[undefined, 3], ['batch', 3], ['normal', 0]]) {
+    test(`the I/O threads run under ${policy === 3 ? 'SCHED_BATCH' : 'SCHED_OTHER'} (ioThreadScheduling: ${scheduling ?? 'default'})`, { timeout: 30000 }, async () => {
+      const args = ['0', '2'];
+      if (scheduling) args.push(scheduling);
+      const r = await runChild('threads-child.mjs', args);
+      assert.equal(r.code, 0, `stderr: ${r.stderr}`);
+      const { listening, echoed } = JSON.parse(r.stdout.trim().split('\n').at(-1));
+      assert.equal(echoed, 'ping');
+      assert.deepEqual(listening.ioPolicies, [policy, policy]);
+    });
+  }
+
+  test('ioThreadScheduling other than batch or normal is refused', () => {
+    assert.throws(() => new Server({ workers: 0, ioThreadScheduling: 'fifo' }), { code: 'ERR_INVALID_OPTION', message: /ioThreadScheduling/ });
+  });
+
   test('the module can be loaded twice in one thread', { timeout: 30000 }, async () => {
     const r = await runChild('load-twice-child.mjs', []);
     assert.equal(r.signal, null, `child killed; stderr: ${r.stderr}`);

@@ -10,8 +10,8 @@ use napi_derive::napi;
 use switchboard_proto::rpc::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
 use switchboard_runtime::{
-    CompressionConfig, DotFiles, FileCacheConfig, HttpRouteConfig, RouteConfig, RpcConfig,
-    ServerConfig, SlowConsumerPolicy, StaticDirConfig, StaticRoute,
+    CompressionConfig, DotFiles, FileCacheConfig, HttpRouteConfig, IoScheduling, RouteConfig,
+    RpcConfig, ServerConfig, SlowConsumerPolicy, StaticDirConfig, StaticRoute,
 };
 
 /// permessage-deflate options of a route.
@@ -142,6 +142,8 @@ pub struct ServerOptions {
     pub metrics_path: Option<String>,
     pub workers: u32,
     pub io_threads: Option<u32>,
+    /// "batch" (the default) or "normal".
+    pub io_thread_scheduling: Option<String>,
     pub max_connections: Option<u32>,
     pub max_head_bytes: Option<u32>,
     /// 1..=65535 (the upgrade event counts headers in 16 bits).
@@ -445,6 +447,16 @@ fn route(options: RouteOptions) -> Result<RouteConfig> {
     Ok(route)
 }
 
+fn io_scheduling(policy: Option<&str>) -> Result<IoScheduling> {
+    match policy {
+        None | Some("batch") => Ok(IoScheduling::Batch),
+        Some("normal") => Ok(IoScheduling::Normal),
+        Some(other) => Err(invalid(format!(
+            "ERR_INVALID_OPTION: ioThreadScheduling must be \"batch\" or \"normal\", got {other:?}"
+        ))),
+    }
+}
+
 fn slow_consumer(policy: Option<&str>) -> Result<SlowConsumerPolicy> {
     match policy {
         None | Some("drop") => Ok(SlowConsumerPolicy::Drop),
@@ -589,6 +601,7 @@ pub fn server_config(options: ServerOptions) -> Result<ServerConfig> {
     if let Some(v) = options.io_threads {
         config.io_threads = (v as usize).max(1);
     }
+    config.io_scheduling = io_scheduling(options.io_thread_scheduling.as_deref())?;
     if let Some(v) = options.max_connections {
         config.max_connections = v as usize;
     }

@@ -367,8 +367,11 @@ pub struct ServerConfig {
     /// Number of JavaScript workers that receive events (at least 1: with
     /// zero worker threads the main thread is the single worker).
     pub workers: usize,
-    /// Tokio I/O threads. Default: the number of cores.
+    /// I/O threads. Default: the number of cores.
     pub io_threads: usize,
+    /// The kernel scheduling policy of the I/O threads. Default
+    /// [`IoScheduling::Batch`] (`reactor/scheduling.rs` says why).
+    pub io_scheduling: IoScheduling,
     /// Open connections (including ones still in the handshake) beyond which
     /// new ones get `503` (`ERR_SERVER_AT_CAPACITY`). Default: the process's
     /// soft open-file limit (`RLIMIT_NOFILE`, read when the config is made)
@@ -418,6 +421,7 @@ impl Default for ServerConfig {
             io_threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
+            io_scheduling: IoScheduling::Batch,
             max_connections: crate::fd_limit::default_max_connections(),
             max_head_bytes: switchboard_proto::http::DEFAULT_MAX_HEAD_BYTES,
             max_headers: switchboard_proto::http::DEFAULT_MAX_HEADERS,
@@ -428,6 +432,21 @@ impl Default for ServerConfig {
             rpc: RpcConfig::default(),
         }
     }
+}
+
+/// How the kernel schedules the I/O threads (Linux; elsewhere the
+/// system's default always applies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IoScheduling {
+    /// `SCHED_BATCH`: woken by the network, an I/O thread does not preempt
+    /// a handler running on its core; it runs when that one blocks or its
+    /// slice ends, and then reads every connection that became ready.
+    #[default]
+    Batch,
+    /// `SCHED_OTHER`, the system's default: an I/O thread woken by the
+    /// network preempts at once, trading throughput for latency when
+    /// cores are oversubscribed.
+    Normal,
 }
 
 /// What a listener speaks from its first byte.

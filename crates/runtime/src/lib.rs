@@ -41,9 +41,9 @@ pub mod tls;
 pub mod wake;
 
 pub use config::{
-    CompressionConfig, DotFiles, FileCacheConfig, HttpConfig, HttpRouteConfig, ListenerConfig,
-    Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy, StaticDirConfig,
-    StaticRoute,
+    CompressionConfig, DotFiles, FileCacheConfig, HttpConfig, HttpRouteConfig, IoScheduling,
+    ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy,
+    StaticDirConfig, StaticRoute,
 };
 pub use connection::{cork, uncork, ConnectionKind};
 pub use outbound::SendStatus;

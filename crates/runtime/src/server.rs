@@ -31,10 +31,11 @@ impl Server {
     /// Start the I/O threads. Nothing listens until [`Server::listen`].
     pub fn new(config: ServerConfig) -> io::Result<Arc<Self>> {
         let threads = config.io_threads.max(1);
+        let scheduling = config.io_scheduling;
         let state = Arc::new(
             ServerState::new(config).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
         );
-        let io = IoThreads::start(&state, threads)?;
+        let io = IoThreads::start(&state, threads, scheduling)?;
         Ok(Arc::new(Self {
             state,
             io: Mutex::new(Some(io)),

@@ -114,6 +114,7 @@ export interface NativeServerOptions {
   http?: NativeHttpOptions;
   workers: number;
   ioThreads?: number;
+  ioThreadScheduling?: 'batch' | 'normal';
   maxConnections?: number;
   maxHeadBytes?: number;
   maxHeaders?: number;

@@ -84,6 +84,18 @@ export interface ServerOptions {
   /** Native I/O threads. Default: the number of cores. */
   ioThreads?: number;
   /**
+   * How Linux schedules the I/O threads. `'batch'` (the default) runs them
+   * under `SCHED_BATCH`: woken by the network, an I/O thread does not
+   * preempt a handler running on its core, but runs when that one blocks
+   * or its time slice ends, and then reads every connection that became
+   * ready. Where an I/O thread and a worker share a core this saves a
+   * context switch every few requests (ARCHITECTURE.md, "Threads").
+   * `'normal'` keeps the system's default policy, under which a woken I/O
+   * thread preempts at once: lower latency, less throughput, when there
+   * are fewer cores than busy threads. Ignored on other systems.
+   */
+  ioThreadScheduling?: 'batch' | 'normal';
+  /**
    * Open connections (handshakes included) beyond which new ones get HTTP
    * 503 `ERR_SERVER_AT_CAPACITY` at once. Default: the process's open-file
    * limit (the soft `RLIMIT_NOFILE` when the server is created; Node raises
@@ -351,6 +363,10 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
     if (value !== undefined) out[key] = value;
   };
   set('ioThreads', count('ioThreads', options.ioThreads));
+  if (options.ioThreadScheduling !== undefined && options.ioThreadScheduling !== 'batch' && options.ioThreadScheduling !== 'normal') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `ioThreadScheduling must be 'batch' or 'normal', got ${String(options.ioThreadScheduling)}`);
+  }
+  set('ioThreadScheduling', options.ioThreadScheduling);
   set('maxConnections', count('maxConnections', options.maxConnections));
   set('maxHeadBytes', count('maxHeadBytes', options.maxHeadBytes));
   if (options.maxHeaders !== undefined && (!Number.isInteger(options.maxHeaders) || options.maxHeaders < 1 || options.maxHeaders > 0xffff)) {

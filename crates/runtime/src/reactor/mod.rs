@@ -13,6 +13,7 @@
 pub(crate) mod accept;
 mod entry;
 pub(crate) mod inbox;
+mod scheduling;
 mod timers;
 
 use std::collections::VecDeque;
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll, Token};
 use slab::Slab;
 
+use crate::config::IoScheduling;
 use crate::outbound::OutItem;
 use crate::state::ServerState;
 use crate::wake::IoWaker;
@@ -71,7 +73,11 @@ pub(crate) struct IoThreads {
 }
 
 impl IoThreads {
-    pub(crate) fn start(server: &Arc<ServerState>, count: usize) -> io::Result<Self> {
+    pub(crate) fn start(
+        server: &Arc<ServerState>,
+        count: usize,
+        scheduling: IoScheduling,
+    ) -> io::Result<Self> {
         let mut polls = Vec::with_capacity(count);
         let mut inboxes = Vec::with_capacity(count);
         for _ in 0..count.max(1) {
@@ -106,6 +112,7 @@ impl IoThreads {
             let thread = std::thread::Builder::new()
                 .name(format!("switchboard-io-{index}"))
                 .spawn(move || {
+                    scheduling::apply(scheduling);
                     crate::http::metrics::set_io_thread(index);
                     reactor.run();
                     let _ = finished.send(index);
