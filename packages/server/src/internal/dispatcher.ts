@@ -105,7 +105,13 @@ export class Dispatcher {
     this.host = {
       handle,
       report,
-      forget: (id) => void this.connections.delete(id),
+      forget: (id) => {
+        this.connections.delete(id);
+        if (id === this.lastHttpId) {
+          this.lastHttpId = -1;
+          this.lastHttp = undefined;
+        }
+      },
     };
     const handlers = Dispatcher.HANDLERS as unknown as Record<number, (dispatcher: Dispatcher, event: NativeEvent) => void>;
     this.onEvent = (event) => handlers[event.kind]!(this, event);
@@ -234,10 +240,22 @@ export class Dispatcher {
   }
 
   /** The HTTP state of connection `id` (requests come after its HTTP_OPEN). */
+  /**
+   * The HTTP connection `id`. A connection's pipelined requests (and a
+   * request's body pieces) come one after another in a batch: the last one
+   * looked up is kept, so they cost one Map lookup, not one each.
+   */
   private http(id: number): HttpState | undefined {
+    if (id === this.lastHttpId) return this.lastHttp;
     const state = this.connections.get(id);
-    return state instanceof HttpState ? state : undefined;
+    if (!(state instanceof HttpState)) return undefined;
+    this.lastHttpId = id;
+    this.lastHttp = state;
+    return state;
   }
+
+  private lastHttpId = -1;
+  private lastHttp: HttpState | undefined;
 
   private openRpc(event: RpcOpenEvent): void {
     const hello = decodeFrame(event.hello, 0, Number.MAX_SAFE_INTEGER)?.frame;
