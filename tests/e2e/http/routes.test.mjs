@@ -187,6 +187,30 @@ test('responses: status, headers, types, redirects, and streamed bodies', async 
   assert.deepEqual(await (await fetch(`${base}/returned`)).json(), { from: 'return value' });
 });
 
+test('a string body goes out as its UTF-8 whatever its size and the character that ends it', async (t) => {
+  // The native side writes a string into a 16 KiB scratch buffer before it
+  // measures one (crates/node/src/raw.rs, string_of): bodies whose UTF-8
+  // ends right at that edge, with characters of 1 to 4 bytes (and a lone
+  // surrogate, which becomes U+FFFD), must not be cut.
+  const endings = ['a', '\u00e9', '\u20ac', '\u{1f600}', '\ud800'];
+  const { server, base } = await start((app) => {
+    app.get('/text/:size/:ending', (req, res) => {
+      const ending = endings[Number(req.params.ending)];
+      res.type('bin').send('x'.repeat(Number(req.params.size)) + ending);
+    });
+  });
+  t.after(() => server.close({ drainTimeout: 500 }));
+  for (let size = 16 * 1024 - 9; size <= 16 * 1024 + 2; size++) {
+    for (let ending = 0; ending < endings.length; ending++) {
+      const response = await fetch(`${base}/text/${size}/${ending}`);
+      const body = Buffer.from(await response.arrayBuffer());
+      const expected = Buffer.from('x'.repeat(size) + endings[ending]);
+      assert.equal(body.length, expected.length, `size ${size}, ending ${ending}`);
+      assert.ok(body.equals(expected), `size ${size}, ending ${ending}`);
+    }
+  }
+});
+
 test('keep-alive: many requests on one connection; pipelined responses come back in order', async (t) => {
   const { server, port } = await start((app) => {
     // The first request finishes last: its response still goes first.

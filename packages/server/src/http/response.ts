@@ -569,7 +569,17 @@ export class Response extends ResponseHead {
     const flags = this.connectionFlags() | this.coding(body);
     const headers = this.headerLines();
     const status = this.statusCode;
-    this.run(() => this.host.respond(status, headers, body, flags, 0), true);
+    if (this.gone) return;
+    // First in line (every response of a handler that answers at once):
+    // straight out, without the two closures a deferred write needs.
+    if (this.ops === null) this.sendWhole(status, headers, body, flags);
+    else this.ops.push(() => this.sendWhole(status, headers, body, flags));
+  }
+
+  private sendWhole(status: number, headers: string | Uint8Array, body: string | Uint8Array, flags: number): void {
+    if (this.gone) return;
+    this.lastStatus = this.host.respond(status, headers, body, flags, 0);
+    this.ended();
   }
 
   /**
