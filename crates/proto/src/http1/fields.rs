@@ -40,10 +40,16 @@ impl FieldSpan {
         self.name.0
     }
 
-    /// The name and value within `head`.
-    pub(super) fn resolve<'b>(&self, head: &'b [u8]) -> (&'b str, &'b [u8]) {
+    /// The name and value within `head`, as bytes.
+    fn bytes<'b>(&self, head: &'b [u8]) -> (&'b [u8], &'b [u8]) {
         let name = head.get(self.name.0..self.name.1).unwrap_or_default();
         let value = head.get(self.value.0..self.value.1).unwrap_or_default();
+        (name, value)
+    }
+
+    /// The name and value within `head`.
+    pub(super) fn resolve<'b>(&self, head: &'b [u8]) -> (&'b str, &'b [u8]) {
+        let (name, value) = self.bytes(head);
         // Names are tokens (ASCII), checked by httparse.
         (std::str::from_utf8(name).unwrap_or_default(), value)
     }
@@ -76,8 +82,10 @@ pub(super) fn analyse_fields<'b>(
     let mut expect = Expect::None;
     let mut accept_encoding = AcceptEncoding::default();
     for span in spans {
-        let (name, value) = span.resolve(head);
-        if name.eq_ignore_ascii_case("host") {
+        // Most lines of a request are none of these: the length rules a
+        // name out before any comparison.
+        let (name, value) = span.bytes(head);
+        if is(name, b"host") {
             // RFC 9112 §3.2: 400 for more than one Host line or an invalid
             // Host value (grammar: RFC 9110 §7.2, see `is_valid_host`).
             if host.is_some() {
@@ -87,7 +95,7 @@ pub(super) fn analyse_fields<'b>(
                 return Err(HttpError::BadRequest("invalid Host header"));
             }
             host = Some(std::str::from_utf8(value).unwrap_or_default());
-        } else if name.eq_ignore_ascii_case("content-length") {
+        } else if is(name, b"content-length") {
             // RFC 9110 §8.6 lets a recipient merge identical repeated
             // values or a list of them; a proxy that does and one that does
             // not disagree on framing, so any second Content-Length is 400.
@@ -95,9 +103,9 @@ pub(super) fn analyse_fields<'b>(
                 return Err(HttpError::BadRequest("repeated Content-Length"));
             }
             content_length = Some(parse_content_length(value)?);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+        } else if is(name, b"transfer-encoding") {
             codings.add(value)?;
-        } else if name.eq_ignore_ascii_case("connection") {
+        } else if is(name, b"connection") {
             // RFC 9110 §7.6.1: Connection = #connection-option (tokens,
             // case-insensitive).
             for option in ListElements::new(value) {
@@ -108,7 +116,7 @@ pub(super) fn analyse_fields<'b>(
                 keep_alive_token |= option.eq_ignore_ascii_case(b"keep-alive");
                 upgrade_token |= option.eq_ignore_ascii_case(b"upgrade");
             }
-        } else if name.eq_ignore_ascii_case("expect") {
+        } else if is(name, b"expect") {
             // RFC 9110 §10.1.1: 100-continue (case-insensitive) is the only
             // expectation; any other (or an empty value) is 417.
             let mut any = false;
@@ -123,9 +131,9 @@ pub(super) fn analyse_fields<'b>(
             } else if expect == Expect::None {
                 expect = Expect::Continue;
             }
-        } else if name.eq_ignore_ascii_case("upgrade") {
+        } else if is(name, b"upgrade") {
             upgrade_header = true;
-        } else if name.eq_ignore_ascii_case("accept-encoding") {
+        } else if is(name, b"accept-encoding") {
             // Never an error: a malformed element is ignored (encoding.rs).
             accept_encoding.add(value);
         }
@@ -171,6 +179,12 @@ pub(super) fn analyse_fields<'b>(
         upgrade: upgrade_header && upgrade_token,
         accept_encoding,
     })
+}
+
+/// Whether header `name` is `wanted` (lowercase), ASCII case aside.
+#[inline(always)]
+fn is(name: &[u8], wanted: &[u8]) -> bool {
+    name.len() == wanted.len() && name.eq_ignore_ascii_case(wanted)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
