@@ -202,13 +202,15 @@ impl Session {
     }
 
     /// After a flush: whether the driver should service the connection
-    /// again at once instead of waiting for writability. An HTTP
-    /// connection sending a static file queues it a piece at a time; when
-    /// the socket took all that was queued, no writability edge will come
-    /// to ask for the next pieces.
+    /// again at once instead of waiting for writability. A flush that
+    /// stopped at its budget (`writes.rs`, `FLUSH_BUDGET`) left bytes the
+    /// socket would take; an HTTP connection sending a static file queues
+    /// it a piece at a time. Either way no writability edge will come to
+    /// ask for more.
     pub(crate) fn wants_another_turn(&self) -> bool {
-        matches!(&self.reader, Reader::Http(reader) if reader.sending())
-            && self.machine.writes.is_empty()
+        self.machine.writes.wants_more()
+            || matches!(&self.reader, Reader::Http(reader) if reader.sending())
+                && self.machine.writes.is_empty()
     }
 
     /// What other threads queued (`taken` says how), and the eviction
