@@ -51,22 +51,19 @@ mod tests {
     }
 
     #[test]
-    fn batch_puts_the_thread_under_sched_batch() {
-        std::thread::spawn(|| {
-            apply(IoScheduling::Batch);
-            assert_eq!(current_policy(), libc::SCHED_BATCH);
-        })
-        .join()
-        .unwrap();
-    }
-
-    #[test]
-    fn normal_leaves_the_thread_as_it_was() {
-        std::thread::spawn(|| {
-            apply(IoScheduling::Normal);
-            assert_eq!(current_policy(), libc::SCHED_OTHER);
-        })
-        .join()
-        .unwrap();
+    fn each_policy_puts_a_new_thread_under_its_kernel_policy() {
+        for (policy, expected) in [
+            (IoScheduling::Batch, libc::SCHED_BATCH),
+            // Normal leaves the thread as it was.
+            (IoScheduling::Normal, libc::SCHED_OTHER),
+        ] {
+            let actual = std::thread::spawn(move || {
+                apply(policy);
+                current_policy()
+            })
+            .join()
+            .unwrap();
+            assert_eq!(actual, expected, "{policy:?}");
+        }
     }
 }
