@@ -35,11 +35,15 @@ const KINDS = {
   httpOpen: KIND_HTTP_OPEN,
   httpRequest: KIND_HTTP_REQUEST,
   httpBody: KIND_HTTP_BODY,
+  httpBodyOwned: KIND_HTTP_BODY,
   httpBodyError: KIND_HTTP_BODY_ERROR,
   httpFileDone: KIND_HTTP_FILE_DONE,
 };
 
-/** The buffer a `messageOwned` vector points at (index 0 is the batch). */
+/** The kinds whose data is a buffer handed over beside the batch. */
+const OWNED_KINDS = new Set(['messageOwned', 'httpBodyOwned']);
+
+/** The buffer a `messageOwned` or `httpBodyOwned` vector points at (index 0 is the batch). */
 function ownedFor(record) {
   const owned = [Buffer.alloc(0)];
   for (let i = 0; i < record.index; i++) owned.push(Buffer.from(`other ${i}`));
@@ -85,7 +89,9 @@ function expected(record, owned) {
         headers: hex(record.headers),
       };
     case 'httpBody':
-      return { kind: KIND_HTTP_BODY, id: record.id, last: record.last, data: hex(record.data) };
+      return { kind: KIND_HTTP_BODY, id: record.id, last: record.last, data: hex(record.data), owned: false };
+    case 'httpBodyOwned':
+      return { kind: KIND_HTTP_BODY, id: record.id, last: record.last, data: owned[1 + record.index], owned: true };
     case 'httpBodyError':
       return { kind: KIND_HTTP_BODY_ERROR, id: record.id, status: record.status, reason: record.reason };
     case 'httpFileDone':
@@ -108,7 +114,7 @@ function plain(event) {
 test('every vector decodes to the record it names', () => {
   assert.ok(vectors.length >= 14);
   for (const vector of vectors) {
-    const owned = vector.record.kind === 'messageOwned' ? ownedFor(vector.record) : undefined;
+    const owned = OWNED_KINDS.has(vector.record.kind) ? ownedFor(vector.record) : undefined;
     const batch = Buffer.from(vector.hex, 'hex');
     const seen = [];
     const end = decodeBatch(batch, (event) => seen.push(event), 0, Infinity, owned);
@@ -120,7 +126,7 @@ test('every vector decodes to the record it names', () => {
 });
 
 test('a batch is the records back to back, decoded in order', () => {
-  const plainVectors = vectors.filter((v) => v.record.kind !== 'messageOwned');
+  const plainVectors = vectors.filter((v) => !OWNED_KINDS.has(v.record.kind));
   const batch = Buffer.concat(plainVectors.map((v) => Buffer.from(v.hex, 'hex')));
   const seen = [];
   decodeBatch(batch, (event) => seen.push(event));
@@ -128,7 +134,7 @@ test('a batch is the records back to back, decoded in order', () => {
 });
 
 test('decoding resumes where a slice stopped', () => {
-  const batch = Buffer.concat(vectors.filter((v) => v.record.kind !== 'messageOwned').map((v) => Buffer.from(v.hex, 'hex')));
+  const batch = Buffer.concat(vectors.filter((v) => !OWNED_KINDS.has(v.record.kind)).map((v) => Buffer.from(v.hex, 'hex')));
   const first = [];
   // A deadline already past: the decoder stops after its first clock check.
   const stoppedAt = decodeBatch(batch, (event) => first.push(event), 0, 0);

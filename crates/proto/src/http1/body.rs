@@ -174,6 +174,17 @@ impl BodyDecoder {
         self.received
     }
 
+    /// The body bytes still to come when their number is known (a
+    /// `Content-Length` body; 0 once any body ended), `None` in a chunked
+    /// body, whose length is not.
+    pub fn remaining(&self) -> Option<u64> {
+        match self.state {
+            State::Length(n) => Some(n),
+            State::Done => Some(0),
+            _ => None,
+        }
+    }
+
     /// Decodes from `input`, the bytes after what earlier calls consumed.
     ///
     /// Consumes framing up to the next data, then at most one run of data

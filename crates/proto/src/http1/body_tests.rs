@@ -320,3 +320,29 @@ fn one_data_slice_per_call() {
         ]
     );
 }
+
+#[test]
+fn what_remains_is_known_for_a_length_and_not_for_chunks() {
+    let limits = BodyLimits::default();
+    let mut fixed = BodyDecoder::new(BodyKind::Length(10), limits).unwrap();
+    assert_eq!(fixed.remaining(), Some(10));
+    fixed.decode(b"0123").unwrap();
+    assert_eq!(fixed.remaining(), Some(6));
+    assert!(fixed.decode(b"456789").unwrap().done);
+    assert_eq!(fixed.remaining(), Some(0));
+
+    let mut chunked = BodyDecoder::new(BodyKind::Chunked, limits).unwrap();
+    assert_eq!(chunked.remaining(), None);
+    chunked.decode(b"4\r\nab").unwrap();
+    assert_eq!(
+        chunked.remaining(),
+        None,
+        "a chunk's size is not the body's"
+    );
+    let mut rest: &[u8] = b"cd\r\n0\r\n\r\n";
+    while !chunked.is_done() {
+        let chunk = chunked.decode(rest).unwrap();
+        rest = &rest[chunk.consumed..];
+    }
+    assert_eq!(chunked.remaining(), Some(0));
+}

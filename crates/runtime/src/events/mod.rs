@@ -140,16 +140,19 @@ impl EventQueue {
         self.wake_after_push(queued);
     }
 
-    /// Append a message whose bytes are `owned`, handed over whole with the
-    /// batch (a `MESSAGE_OWNED` record names its index) instead of being
-    /// copied into it.
-    pub fn push_owned(self: &Arc<Self>, id: u64, binary: bool, owned: Vec<u8>) {
+    /// Append a record whose bytes are `owned`, handed over whole with the
+    /// batch instead of being copied into it: `record` makes the record
+    /// (`MESSAGE_OWNED`, `HTTP_BODY_OWNED`) from the buffer's index.
+    pub fn push_owned(
+        self: &Arc<Self>,
+        owned: Vec<u8>,
+        record: impl FnOnce(u32) -> Record<'static>,
+    ) {
         let queued = {
             let mut pending = self.buffer.lock();
             let index = pending.owned.len() as u32;
             pending.owned.push(owned);
-            let record = Record::MessageOwned { id, binary, index };
-            Self::write(&mut pending, &self.capacity_hint, &record)
+            Self::write(&mut pending, &self.capacity_hint, &record(index))
         };
         self.wake_after_push(queued);
     }
@@ -291,8 +294,15 @@ mod tests {
         let queue = Arc::new(EventQueue::new(0, 1024));
         queue.push(&drain(1));
         let big = vec![7u8; 100_000];
-        queue.push_owned(2, true, big);
-        queue.push_owned(3, true, vec![1, 2, 3]);
+        let message = |id| {
+            move |index| Record::MessageOwned {
+                id,
+                binary: true,
+                index,
+            }
+        };
+        queue.push_owned(big, message(2));
+        queue.push_owned(vec![1, 2, 3], message(3));
         // Two records of 5 + 13 bytes (id, flag, index) and the buffers.
         assert_eq!(queue.queued_bytes(), 13 + 2 * 18 + 100_003);
         let Drained { events, owned } = queue.drain();

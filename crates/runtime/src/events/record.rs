@@ -42,6 +42,11 @@
 //!   with this status (`sent` 1: 200, 206, 304, 412, 416 or the handler's
 //!   own), or was not sent (`sent` 0: 404 missing or refused, 400 a
 //!   malformed path): the response is the handler's again.
+//! - `HTTP_BODY_OWNED` (13): id, u8 last, u32 index: an `HTTP_BODY` whose
+//!   data is the `index`th buffer drained with the batch, as for
+//!   `MESSAGE_OWNED`. Large pieces travel so: JavaScript can hand such a
+//!   piece to the handler as the whole body without copying it out of a
+//!   batch that other events share.
 
 use crate::tls::TlsInfo;
 
@@ -57,6 +62,7 @@ pub const KIND_HTTP_REQUEST: u8 = 9;
 pub const KIND_HTTP_BODY: u8 = 10;
 pub const KIND_HTTP_BODY_ERROR: u8 = 11;
 pub const KIND_HTTP_FILE_DONE: u8 = 12;
+pub const KIND_HTTP_BODY_OWNED: u8 = 13;
 
 /// `HTTP_REQUEST` flag: the connection stays open after the response
 /// (HTTP/1.1 without `Connection: close`, HTTP/1.0 with `keep-alive`).
@@ -194,6 +200,9 @@ pub enum Record<'a> {
     },
     /// A piece of the latest request's body.
     HttpBody { id: u64, last: bool, data: &'a [u8] },
+    /// A piece of the latest request's body in its own buffer, the
+    /// `index`th handed over with the batch.
+    HttpBodyOwned { id: u64, last: bool, index: u32 },
     /// The latest request's body failed with this status and reason.
     HttpBodyError {
         id: u64,
@@ -222,6 +231,7 @@ impl<'a> Record<'a> {
             Record::HttpOpen { .. } => KIND_HTTP_OPEN,
             Record::HttpRequest { .. } => KIND_HTTP_REQUEST,
             Record::HttpBody { .. } => KIND_HTTP_BODY,
+            Record::HttpBodyOwned { .. } => KIND_HTTP_BODY_OWNED,
             Record::HttpBodyError { .. } => KIND_HTTP_BODY_ERROR,
             Record::HttpFileDone { .. } => KIND_HTTP_FILE_DONE,
         }
@@ -339,6 +349,11 @@ impl<'a> Record<'a> {
                 put_id(out, *id);
                 out.push(u8::from(*last));
                 out.extend_from_slice(data);
+            }
+            Record::HttpBodyOwned { id, last, index } => {
+                put_id(out, *id);
+                out.push(u8::from(*last));
+                out.extend_from_slice(&index.to_le_bytes());
             }
             Record::HttpBodyError { id, status, reason } => {
                 put_id(out, *id);
@@ -466,6 +481,11 @@ impl<'a> Record<'a> {
                 id: r.id()?,
                 last: r.flag()?,
                 data: r.rest(),
+            },
+            KIND_HTTP_BODY_OWNED => Record::HttpBodyOwned {
+                id: r.id()?,
+                last: r.flag()?,
+                index: r.u32()?,
             },
             KIND_HTTP_BODY_ERROR => Record::HttpBodyError {
                 id: r.id()?,

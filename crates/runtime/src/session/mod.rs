@@ -506,7 +506,13 @@ impl Machine {
     /// A binary message in its own buffer, handed to the worker as it is.
     fn deliver_owned(&mut self, payload: Vec<u8>) {
         self.count_message_in();
-        self.queue().push_owned(self.connection.id, true, payload);
+        let id = self.connection.id;
+        self.queue()
+            .push_owned(payload, |index| Record::MessageOwned {
+                id,
+                binary: true,
+                index,
+            });
     }
 }
 

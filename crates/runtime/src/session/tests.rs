@@ -204,6 +204,11 @@ pub(super) fn events_of(server: &ServerState) -> Vec<String> {
             Record::HttpBody { last, data, .. } => {
                 format!("body {} {last}", String::from_utf8_lossy(data))
             }
+            // The same line: which way a piece travels is checked apart.
+            Record::HttpBodyOwned { last, index, .. } => {
+                let data = &drained.owned[index as usize];
+                format!("body {} {last}", String::from_utf8_lossy(data))
+            }
             Record::HttpBodyError { status, .. } => format!("body-error {status}"),
             other => format!("{other:?}"),
         });

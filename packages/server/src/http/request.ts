@@ -34,6 +34,12 @@ export interface Peer {
 export class BodyReader {
   private readonly chunks: Buffer[] = [];
   private size = 0;
+  /**
+   * `chunks` is one piece that owns its buffer (`HTTP_BODY_OWNED`): the
+   * whole body can be handed out as it is. A piece that is a view into a
+   * batch is copied out instead, so as not to keep the batch alive.
+   */
+  private soleOwned = false;
   private ended = false;
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
@@ -50,10 +56,11 @@ export class BodyReader {
     return this.ended || this.failure !== undefined;
   }
 
-  push(data: Buffer, last: boolean): void {
+  push(data: Buffer, last: boolean, owned = false): void {
     if (data.length > 0) {
       if (this.eager) this.consumed(data.length);
       if (!this.discarded) {
+        this.soleOwned = owned && this.chunks.length === 0;
         this.chunks.push(data);
         this.size += data.length;
       }
@@ -79,6 +86,7 @@ export class BodyReader {
     this.discarded = true;
     this.chunks.length = 0;
     this.size = 0;
+    this.soleOwned = false;
     return !this.finished;
   }
 
@@ -93,6 +101,7 @@ export class BodyReader {
     for (;;) {
       const chunk = this.chunks.shift();
       if (chunk !== undefined) {
+        this.soleOwned = false;
         this.size -= chunk.length;
         this.consumed(chunk.length);
         return chunk;
@@ -114,9 +123,11 @@ export class BodyReader {
       await new Promise<void>((resolve) => (this.wake = resolve));
     }
     if (this.failure) throw this.failure;
-    const whole = this.chunks.length === 1 ? Buffer.from(this.chunks[0]!) : Buffer.concat(this.chunks, this.size);
-    this.chunks.length = 0;
+    const chunks = this.chunks;
+    const whole = chunks.length !== 1 ? Buffer.concat(chunks, this.size) : this.soleOwned ? chunks[0]! : Buffer.from(chunks[0]!);
+    chunks.length = 0;
     this.size = 0;
+    this.soleOwned = false;
     return whole;
   }
 }
@@ -156,6 +167,8 @@ export class Request<Params extends Record<string, string> = Record<string, stri
   declare routeBits: number;
   /** @internal */
   declare started: number;
+  /** @internal The number of its body on the connection (the native side counts bodies the same way); -1 without one. */
+  declare bodyNumber: number;
 
   /** @internal */
   constructor(
@@ -179,6 +192,7 @@ export class Request<Params extends Record<string, string> = Record<string, stri
     this.bodyReader = body;
     this.routeBits = 0;
     this.started = 0;
+    this.bodyNumber = -1;
   }
 
   /** The request target: path and query. */
@@ -414,7 +428,8 @@ function decodeParam(raw: string | undefined): string {
   }
 }
 
-const NO_PARAMS: ParamsBuilder = () => ({});
+/** @internal The parameters of a route without any, or of no route. */
+export const NO_PARAMS: ParamsBuilder = () => ({});
 
 /**
  * The parameters' builder of a route with these names: a function made

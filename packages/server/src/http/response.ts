@@ -75,7 +75,6 @@ const enum Stage {
   Ended,
 }
 
-
 export class Response extends ResponseHead {
   private stage = Stage.Head;
   /** Writes waiting for the responses before this one; null once it is first in line. */
@@ -126,16 +125,6 @@ export class Response extends ResponseHead {
   get closed(): boolean {
     return this.gone;
   }
-
-
-
-
-
-
-
-
-
-
 
   /**
    * Send the whole response: a string (`text/plain` unless a type is set),
@@ -614,7 +603,6 @@ export class Response extends ResponseHead {
     return this.requestFlags & (RESPOND_GZIP | RESPOND_BR);
   }
 
-
   private start(chunk: string | Uint8Array): boolean {
     this.runHeadHooks();
     this.stage = Stage.Streaming;
@@ -669,9 +657,6 @@ export class Response extends ResponseHead {
     this.host.ended(this);
     if (listeners) for (const listener of listeners) listener();
   }
-
-
-
 
 }
 

@@ -19,6 +19,8 @@ export const KIND_HTTP_REQUEST = 9;
 export const KIND_HTTP_BODY = 10;
 export const KIND_HTTP_BODY_ERROR = 11;
 export const KIND_HTTP_FILE_DONE = 12;
+/** An `HTTP_BODY` whose data is a buffer of its own, handed over with the batch (decoded as `KIND_HTTP_BODY`, `owned`). */
+export const KIND_HTTP_BODY_OWNED = 13;
 
 /** `HttpRequestEvent.flags`: the connection stays open after the response. */
 export const REQUEST_KEEP_ALIVE = 1;
@@ -104,7 +106,7 @@ export interface HttpRequestEvent {
   path: string;
   query: string;
   /** Raw (percent-encoded) parameter values, in the pattern's order. */
-  params: string[];
+  params: readonly string[];
   /**
    * The header lines as received are `batch[headersStart..headersEnd]`,
    * decoded only if a handler reads them (no view is made per request).
@@ -118,8 +120,9 @@ export interface HttpBodyEvent {
   kind: typeof KIND_HTTP_BODY;
   id: number;
   last: boolean;
-  /** A view into the batch. */
+  /** A view into the batch, or (`owned`) a buffer of its own that nothing else shares. */
   data: Buffer;
+  owned: boolean;
 }
 /** The latest request's body cannot be read to its end; the connection closes after the responses in flight. */
 export interface HttpBodyErrorEvent {
@@ -181,9 +184,11 @@ class Reader {
     this.offset = offset;
   }
   u16(): number {
-    const v = this.buffer.readUInt16LE(this.offset);
-    this.offset += 2;
-    return v;
+    const b = this.buffer;
+    const o = this.offset;
+    this.offset = o + 2;
+    // Indexing, as `id()` does: the record's length was checked.
+    return b[o]! | (b[o + 1]! << 8);
   }
   /** Ids are u64 on the wire and stay below 2^53. */
   id(): number {
@@ -259,13 +264,22 @@ class Reader {
 const MAX_EVENTS_PER_CLOCK_CHECK = 256;
 
 const NO_OWNED: readonly Buffer[] = [];
+/** The parameters of a route without any: one array for every such request (nothing writes to it). */
+const NO_PARAMS: readonly string[] = Object.freeze([]);
+
+/** A request's `count` parameter values, in an array made at its size (pushing grew it one step at a time). */
+function readParams(r: Reader, count: number): string[] {
+  const params = new Array<string>(count);
+  for (let i = 0; i < count; i++) params[i] = r.ascii();
+  return params;
+}
 
 /**
  * Calls `onEvent` for the events of a drained batch, in order, from byte
  * `offset` on. Stops early once `deadline` (a `performance.now()` time) has
  * passed; returns where it stopped (`batch.length` when it finished).
  * `owned`: what `drainEvents` returned when it was an array (the batch,
- * then the buffers its `MESSAGE_OWNED` events refer to).
+ * then the buffers its `MESSAGE_OWNED` and `HTTP_BODY_OWNED` events refer to).
  */
 export function decodeBatch(
   batch: Buffer,
@@ -283,7 +297,8 @@ export function decodeBatch(
       untilClockCheck = gap;
     }
     const kind = batch[offset]!;
-    const length = batch.readUInt32LE(offset + 1);
+    // Indexing, not `readUInt32LE`: the batch holds whole records.
+    const length = (batch[offset + 1]! | (batch[offset + 2]! << 8) | (batch[offset + 3]! << 16)) + batch[offset + 4]! * 0x100_0000;
     const start = offset + 5;
     const end = start + length;
     const r = new Reader(batch, start);
@@ -361,15 +376,22 @@ export function decodeBatch(
         const path = r.path();
         const query = r.ascii();
         const count = batch[r.offset++]!;
-        const params: string[] = [];
-        for (let i = 0; i < count; i++) params.push(r.ascii());
+        const params = count === 0 ? NO_PARAMS : readParams(r, count);
         onEvent({ kind, id, route, method, flags, started, path, query, params, batch, headersStart: r.offset, headersEnd: end });
         break;
       }
       case KIND_HTTP_BODY: {
         const id = r.id();
         const last = batch[r.offset] === 1;
-        onEvent({ kind, id, last, data: batch.subarray(r.offset + 1, end) });
+        onEvent({ kind, id, last, data: batch.subarray(r.offset + 1, end), owned: false });
+        break;
+      }
+      case KIND_HTTP_BODY_OWNED: {
+        const id = r.id();
+        const last = batch[r.offset] === 1;
+        const data = owned[1 + batch.readUInt32LE(r.offset + 1)];
+        if (data === undefined) throw new Error('ERR_INTERNAL: an HTTP_BODY_OWNED without its buffer');
+        onEvent({ kind: KIND_HTTP_BODY, id, last, data, owned: true });
         break;
       }
       case KIND_HTTP_BODY_ERROR: {

@@ -11,13 +11,14 @@
 import type { App } from '../app.js';
 import { HttpError } from '../http/http-error.js';
 import { runRoute } from '../http/pipeline.js';
-import { BodyReader, Request, type Peer } from '../http/request.js';
+import { BodyReader, NO_PARAMS, Request, type Peer } from '../http/request.js';
 import { Response, type ResponseHost } from '../http/response.js';
 import type { FileOrder } from '../http/send-file.js';
 import { native } from '../native.js';
 import { RESPOND_BR, RESPOND_GZIP, RESPOND_HEAD, RESPOND_HTTP10, RESPOND_KEEP_ALIVE, WRITE_END } from '../http/flags.js';
 import { tlsInfo } from '../tls.js';
 import type { ConnectionHost, ConnectionState } from './connection-state.js';
+import { Fifo } from './fifo.js';
 import {
   METHODS,
   REQUEST_ACCEPTS_BR,
@@ -40,15 +41,12 @@ const HEAD = 1;
 export class HttpState implements ConnectionState, ResponseHost {
   readonly id: number;
   private readonly peer: Peer;
-  /** Requests whose responses have not ended, oldest first (a pipelining client's), and their responses. */
-  private readonly requests: Request[] = [];
-  private readonly responses: Response[] = [];
+  /** The responses that have not ended, oldest first (a pipelining client's), each with its request (`res.req`). */
+  private readonly responses = new Fifo<Response>();
   /** The request whose body pieces arrive now. */
   private receiving: Request | undefined;
   /** Bodies begun on the connection (the native side numbers them the same way). */
   private bodies = 0;
-  /** The number of each open request's body (-1: none), in the order of `requests`. */
-  private readonly bodyNumbers: number[] = [];
   /** The status of the streamed response in progress, counted at its end. */
   private streamStatus = 0;
   /** Reports consumed body bytes to the native side. */
@@ -77,7 +75,7 @@ export class HttpState implements ConnectionState, ResponseHost {
       event.batch,
       event.headersStart,
       event.headersEnd,
-      route?.buildParams ?? (() => ({})),
+      route?.buildParams ?? NO_PARAMS,
       event.params,
       this.peer,
       hasBody ? new BodyReader(this.consumed) : undefined,
@@ -93,9 +91,8 @@ export class HttpState implements ConnectionState, ResponseHost {
     const res = new Response(this, flags, this.responses.length === 0);
     req.keyring = res.keyring = this.app.cookieKeyring;
     res.req = req;
-    this.requests.push(req);
     this.responses.push(res);
-    this.bodyNumbers.push(hasBody ? this.bodies++ : -1);
+    if (hasBody) req.bodyNumber = this.bodies++;
     if (event.flags & REQUEST_COUNTED) {
       // What the native side counts the response by (`RESPOND_ROUTE_SHIFT`).
       // Route numbers are u16: the flags stay below 2^32.
@@ -114,7 +111,7 @@ export class HttpState implements ConnectionState, ResponseHost {
   body(event: HttpBodyEvent): void {
     const req = this.receiving;
     if (!req) return;
-    req.bodyReader?.push(event.data, event.last);
+    req.bodyReader?.push(event.data, event.last, event.owned);
     if (event.last) this.receiving = undefined;
   }
 
@@ -127,14 +124,14 @@ export class HttpState implements ConnectionState, ResponseHost {
     const code = colon > 0 ? event.reason.slice(0, colon) : 'ERR_HTTP_BAD_REQUEST';
     const message = colon > 0 ? event.reason.slice(colon + 1).trim() : event.reason;
     req.bodyReader?.fail(new HttpError(event.status, code, message));
-    this.responses[this.requests.indexOf(req)]?.closeConnection();
+    this.responses.find((res) => res.req === req)?.closeConnection();
   }
 
   /** The file of the first response in line went out, or was not found (`res.file`). */
   fileDone(event: HttpFileDoneEvent): void {
     // Only the first response in line hands a file over, and the ones
     // behind it wait for its end.
-    this.responses[0]?.fileDone(event.status, event.sent);
+    this.responses.first()?.fileDone(event.status, event.sent);
   }
 
   message(): void {
@@ -142,23 +139,22 @@ export class HttpState implements ConnectionState, ResponseHost {
   }
 
   drain(): void {
-    this.responses[0]?.drained();
+    this.responses.first()?.drained();
   }
 
   close(event: CloseEvent): void {
     this.host.forget(this.id);
     const error = new HttpError(499, 'ERR_HTTP_CLIENT_GONE', `the connection closed (${event.code}${event.reason ? ` ${event.reason}` : ''})`);
-    const requests = this.requests.splice(0);
-    this.bodyNumbers.length = 0;
-    for (const res of this.responses.splice(0)) res.connectionClosed();
-    for (const req of requests) req.aborted(error);
+    const responses = this.responses.drain();
+    for (const res of responses) res.connectionClosed();
+    for (const res of responses) res.req!.aborted(error);
     this.receiving = undefined;
   }
 
   /** @internal ResponseHost */
   respond(status: number, headers: string | Uint8Array, body: string | Uint8Array, flags: number, length: number): number {
     // Only the first response in line writes: the first request's.
-    const req = this.requests[0];
+    const req = this.responses.first()?.req;
     this.streamStatus = status;
     return native.httpRespond(this.serverId, this.id, status, headers, body, flags + (req?.routeBits ?? 0), length, req?.started ?? 0);
   }
@@ -166,13 +162,13 @@ export class HttpState implements ConnectionState, ResponseHost {
   /** @internal ResponseHost */
   write(data: string | Uint8Array, flags: number): number {
     if ((flags & WRITE_END) === 0) return native.httpWrite(this.serverId, this.id, data, flags, 0, 0);
-    const req = this.requests[0];
+    const req = this.responses.first()?.req;
     return native.httpWrite(this.serverId, this.id, data, flags + (req?.routeBits ?? 0), this.streamStatus, req?.started ?? 0);
   }
 
   /** @internal ResponseHost */
   file(status: number, headers: string, order: FileOrder): number {
-    const req = this.requests[0];
+    const req = this.responses.first()?.req;
     return native.httpFile(this.serverId, this.id, status, headers, order.path, order.root, order.requestHeaders, order.flags + (req?.routeBits ?? 0), order.maxAge, req?.started ?? 0);
   }
 
@@ -199,14 +195,13 @@ export class HttpState implements ConnectionState, ResponseHost {
   /** @internal ResponseHost: the first response in line ended; the next may write. */
   ended(response: Response): void {
     // Only the first response in line writes, so it is the one that ends.
-    if (this.responses[0] !== response) return;
+    if (this.responses.first() !== response) return;
     this.responses.shift();
-    const req = this.requests.shift()!;
-    const body = this.bodyNumbers.shift()!;
+    const req = response.req!;
     // A body the handler did not read to its end: what arrived counts as
     // consumed, and the native side discards the rest.
-    if (req.bodyReader?.discard()) native.httpDiscardBody(this.serverId, this.id, body);
-    this.responses[0]?.activate();
+    if (req.bodyReader?.discard()) native.httpDiscardBody(this.serverId, this.id, req.bodyNumber);
+    this.responses.first()?.activate();
   }
 
   /** @internal ResponseHost */

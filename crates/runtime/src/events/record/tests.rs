@@ -132,6 +132,11 @@ fn record_of<'a>(v: &'a Value, bytes: &'a Bytes) -> Record<'a> {
             last: v["last"].as_bool().unwrap(),
             data: &bytes.data,
         },
+        "httpBodyOwned" => Record::HttpBodyOwned {
+            id,
+            last: v["last"].as_bool().unwrap(),
+            index: n("index") as u32,
+        },
         "httpBodyError" => Record::HttpBodyError {
             id,
             status: n("status") as u16,
@@ -194,7 +199,9 @@ fn every_kind_has_a_vector() {
         "httpOpen",
         "httpRequest",
         "httpBody",
+        "httpBodyOwned",
         "httpBodyError",
+        "httpFileDone",
     ] {
         assert!(kinds.iter().any(|k| k == kind), "no vector of kind {kind}");
     }

@@ -179,6 +179,7 @@ impl Core {
             reason,
         });
         self.state = ReadState::Done;
+        self.gathered = Vec::new();
         self.last_request = true;
         self.closing_when_idle = true;
         self.refresh(machine, true);

@@ -28,6 +28,7 @@ use std::time::Instant;
 use switchboard_proto::http1::{BodyDecoder, HeadParser};
 
 mod answers;
+mod body;
 mod files;
 #[cfg(test)]
 mod files_tests;
@@ -43,7 +44,6 @@ mod tests;
 
 use super::Machine;
 use crate::errors;
-use crate::events::Record;
 use crate::http::metrics::{RowId, Unrouted};
 use crate::http::FileOrder;
 use crate::tls::TlsInfo;
@@ -79,6 +79,8 @@ struct Core {
     /// whether its handler asked for the rest of it to be discarded.
     bodies: u32,
     discarding: bool,
+    /// The body being read, gathered whole before it crosses (`body.rs`).
+    gathered: Vec<u8>,
     /// The worker heard `HTTP_OPEN`.
     opened: bool,
     remote: String,
@@ -154,6 +156,7 @@ impl HttpReader {
                 last_request: false,
                 closing_when_idle: false,
                 params: Vec::new(),
+                gathered: Vec::new(),
                 sending: VecDeque::new(),
                 file_order: None,
             },
@@ -247,13 +250,9 @@ impl HttpReader {
                         }
                     };
                     at += chunk.consumed;
-                    if (!chunk.data.is_empty() || chunk.done) && !core.discarding {
-                        machine.queue().push(&Record::HttpBody {
-                            id: machine.connection.id,
-                            last: chunk.done,
-                            data: chunk.data,
-                        });
-                        core.body_sent += chunk.data.len() as u64;
+                    if !chunk.data.is_empty() || chunk.done {
+                        let remaining = decoder.remaining();
+                        core.body_piece(machine, chunk.data, chunk.done, remaining);
                     }
                     if chunk.done {
                         core.request_read(now);

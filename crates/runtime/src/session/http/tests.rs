@@ -466,3 +466,92 @@ fn a_compressed_response_carries_its_coding_and_encoded_length() {
 }
 
 mod metrics;
+
+/// The body records drained so far: (`"owned"` or `"inline"`, bytes, last).
+fn body_pieces(h: &Harness) -> Vec<(&'static str, Vec<u8>, bool)> {
+    use crate::events::Record;
+
+    let drained = h.server.queues[0].drain();
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    while at < drained.events.len() {
+        let (record, used) = Record::read(&drained.events[at..]).unwrap();
+        match record {
+            Record::HttpBodyOwned { last, index, .. } => {
+                pieces.push(("owned", drained.owned[index as usize].clone(), last))
+            }
+            Record::HttpBody { last, data, .. } => pieces.push(("inline", data.to_vec(), last)),
+            _ => {}
+        }
+        at += used;
+    }
+    pieces
+}
+
+fn post_head(length: usize) -> Vec<u8> {
+    format!("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: {length}\r\n\r\n").into_bytes()
+}
+
+#[test]
+fn a_known_length_within_the_window_crosses_whole_in_one_buffer() {
+    let mut h = http(&[("POST", "/upload")], |c| c.http.body_window = 64 * 1024);
+    let body: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    let mut first = post_head(body.len());
+    first.extend_from_slice(&body[..10_000]);
+    h.feed(&first, 1);
+    h.feed(&body[10_000..30_000], 2);
+    assert!(body_pieces(&h).is_empty(), "nothing crosses before the end");
+    h.feed(&body[30_000..], 3);
+    assert_eq!(body_pieces(&h), [("owned", body, true)]);
+}
+
+#[test]
+fn longer_and_chunked_bodies_cross_as_read_large_pieces_in_their_own_buffers() {
+    let big = super::body::OWNED_BODY_PIECE_BYTES;
+    // Longer than the window: pieces as they are read.
+    let mut h = http(&[("POST", "/upload")], |c| c.http.body_window = 4 * big);
+    let mut bytes = post_head(8 * big);
+    bytes.extend(std::iter::repeat_n(b'x', big));
+    h.feed(&bytes, 1);
+    h.feed(b"short", 2);
+    assert_eq!(
+        body_pieces(&h),
+        [
+            ("owned", vec![b'x'; big], false),
+            ("inline", b"short".to_vec(), false)
+        ]
+    );
+
+    // Chunked: the length is not known.
+    let mut h = http(&[("POST", "/upload")], |_| {});
+    let mut bytes =
+        b"POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    bytes.extend(format!("{big:x}\r\n").into_bytes());
+    bytes.extend(std::iter::repeat_n(b'y', big));
+    bytes.extend(b"\r\n3\r\nend\r\n0\r\n\r\n");
+    h.feed(&bytes, 1);
+    assert_eq!(
+        body_pieces(&h),
+        [
+            ("owned", vec![b'y'; big], false),
+            ("inline", b"end".to_vec(), false),
+            ("inline", Vec::new(), true)
+        ]
+    );
+}
+
+#[test]
+fn a_gathered_body_its_handler_discards_never_crosses() {
+    let mut h = http(&[("POST", "/upload")], |_| {});
+    let mut bytes = post_head(40_000);
+    bytes.extend(std::iter::repeat_n(b'z', 20_000));
+    h.feed(&bytes, 1);
+    assert!(body_pieces(&h).is_empty());
+    // The handler answers without reading: the rest is discarded.
+    answer(&h, "no thanks", true);
+    h.session.connection().outbound.discard_body(0);
+    h.turn(2);
+    h.feed(&[b'z'; 20_000], 3);
+    assert!(body_pieces(&h).is_empty(), "none of the body crossed");
+    assert_eq!(h.responses(), ["HTTP/1.1 200 OK | no thanks"]);
+}
