@@ -2,11 +2,12 @@
 //! direct writes of `Outbound::write_direct` (a worker thread writing to a
 //! socket its connection's I/O thread owns).
 
-use std::io::{self, IoSlice, Write};
+use std::io::{self, IoSlice};
 use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, RawFd};
 
-/// `writev(fd, slices)`, non-blocking as the socket is.
+/// `writev(fd, slices)`, non-blocking as the socket is; `send` when there
+/// is one slice (see [`crate::stream::write_slices`]).
 ///
 /// The caller must guarantee that `fd` is an open socket for the whole
 /// call. `Outbound` does: it hands out a descriptor only while its state
@@ -20,5 +21,5 @@ pub(crate) fn write_vectored(fd: RawFd, slices: &[IoSlice<'_>]) -> io::Result<us
     // closing the descriptor, and `write_vectored` on any stream socket
     // (TCP or Unix) is a plain `writev`.
     let socket = ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
-    (&*socket).write_vectored(slices)
+    crate::stream::write_slices(&mut &*socket, slices)
 }
