@@ -41,7 +41,7 @@ export interface StaticOptions {
 
 /** What a static directory keeps in memory (docs/http.md, "Static files"). */
 export interface StaticCacheOptions {
-  /** Files up to this size are kept (each precompressed sibling too); larger ones stream from the disk. Default 256 KiB. */
+  /** Files up to this size are kept (each precompressed sibling too); larger ones stream from the disk. Default 1 MiB. */
   maxFileBytes?: number;
   /** All the directory's kept bytes together; past it files are served from the disk. Default 64 MiB. */
   maxBytes?: number;
