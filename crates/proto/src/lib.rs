@@ -20,6 +20,9 @@
 //!   compression;
 //! - [`rpc`]: the RPC protocol's frames, codec, UUIDs, handshake and
 //!   ordering checks.
+//! - [`sockjs`]: the SockJS protocol as `sockjs-client` 1.x speaks it:
+//!   URL layout, frames and each transport's wrapping, the protocol's
+//!   JSON quoting, what clients send, and the fixed documents.
 //!
 //! Every error carries a stable string code (`ERR_WS_*`, `ERR_HTTP_*`,
 //! `ERR_PROTOCOL_*`) and the close code or HTTP status to answer with;
@@ -31,6 +34,7 @@
 pub mod http;
 pub mod http1;
 pub mod rpc;
+pub mod sockjs;
 pub mod ws;
 
 #[cfg(any(test, feature = "fuzzing"))]
