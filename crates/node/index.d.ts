@@ -275,6 +275,11 @@ export interface RouteOptions {
    * `switchboard.v1`).
    */
   rpc?: boolean
+  /**
+   * The route is a SockJS service (`app.sockjs`); its path is
+   * `<prefix>/*`.
+   */
+  sockjs?: SockJsOptions
 }
 
 /** The Switchboard protocol's options (`ServerOptions.rpc` in TypeScript). */
@@ -316,6 +321,16 @@ export interface SniCertificate {
   servername: string
   cert: Buffer
   key: Buffer
+}
+
+/** A SockJS service's options (`app.sockjs(prefix, behaviour)`). */
+export interface SockJsOptions {
+  /** The base path, without a trailing slash (`/echo`; `""` for the root). */
+  prefix: string
+  websocket?: boolean
+  heartbeatMs?: number
+  sockjsUrl?: string
+  cookieNeeded?: boolean
 }
 
 /** A directory served natively (`app.static(prefix, options)`). */

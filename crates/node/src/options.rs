@@ -11,7 +11,7 @@ use switchboard_proto::rpc::MIN_FRAME_SIZE;
 use switchboard_proto::ws::deflate::DeflateConfig;
 use switchboard_runtime::{
     CompressionConfig, DotFiles, FileCacheConfig, HttpRouteConfig, IoScheduling, RouteConfig,
-    RpcConfig, ServerConfig, SlowConsumerPolicy, StaticDirConfig, StaticRoute,
+    RpcConfig, ServerConfig, SlowConsumerPolicy, SockJsConfig, StaticDirConfig, StaticRoute,
 };
 
 /// permessage-deflate options of a route.
@@ -42,6 +42,20 @@ pub struct RouteOptions {
     /// The route also speaks the Switchboard protocol (subprotocol
     /// `switchboard.v1`).
     pub rpc: Option<bool>,
+    /// The route is a SockJS service (`app.sockjs`); its path is
+    /// `<prefix>/*`.
+    pub sockjs: Option<SockJsOptions>,
+}
+
+/// A SockJS service's options (`app.sockjs(prefix, behaviour)`).
+#[napi(object)]
+pub struct SockJsOptions {
+    /// The base path, without a trailing slash (`/echo`; `""` for the root).
+    pub prefix: String,
+    pub websocket: Option<bool>,
+    pub heartbeat_ms: Option<u32>,
+    pub sockjs_url: Option<String>,
+    pub cookie_needed: Option<bool>,
 }
 
 /// A fixed response to `GET path`.
@@ -444,7 +458,35 @@ fn route(options: RouteOptions) -> Result<RouteConfig> {
     if let Some(v) = options.allowed_origins {
         route.allowed_origins = v;
     }
+    if let Some(v) = options.sockjs {
+        route.sockjs = Some(sockjs(v)?);
+    }
     Ok(route)
+}
+
+fn sockjs(options: SockJsOptions) -> Result<SockJsConfig> {
+    if options.prefix.ends_with('/')
+        || !(options.prefix.is_empty() || options.prefix.starts_with('/'))
+    {
+        return Err(invalid(format!(
+            "ERR_INVALID_OPTION: a SockJS prefix starts with / and does not end with one, got {:?}",
+            options.prefix
+        )));
+    }
+    let mut config = SockJsConfig::new(options.prefix);
+    if let Some(v) = options.websocket {
+        config.websocket = v;
+    }
+    if let Some(v) = options.heartbeat_ms {
+        config.heartbeat = ms(v);
+    }
+    if let Some(v) = options.sockjs_url {
+        config.sockjs_url = v;
+    }
+    if let Some(v) = options.cookie_needed {
+        config.cookie_needed = v;
+    }
+    Ok(config)
 }
 
 fn io_scheduling(policy: Option<&str>) -> Result<IoScheduling> {

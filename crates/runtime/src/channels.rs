@@ -36,6 +36,9 @@ struct Framings<'a> {
     /// carry).
     rpc_stream: Option<Option<Bytes>>,
     rpc_websocket: Option<Option<Bytes>>,
+    /// For SockJS recipients: one `a["..."]` frame for all of them (`None`
+    /// inside: a binary publish, which SockJS cannot carry).
+    sockjs: Option<Option<Bytes>>,
 }
 
 impl<'a> Framings<'a> {
@@ -50,6 +53,7 @@ impl<'a> Framings<'a> {
             websocket: None,
             rpc_stream: None,
             rpc_websocket: None,
+            sockjs: None,
         }
     }
 
@@ -72,11 +76,22 @@ impl<'a> Framings<'a> {
                 Some(frame) => frame,
                 None => return SendStatus::Dropped,
             },
+            ConnectionKind::SockJsWebSocket => match self.sockjs() {
+                Some(frame) => frame,
+                None => return SendStatus::Dropped,
+            },
             // An HTTP connection takes responses only (a channel's messages
             // would break its framing).
             ConnectionKind::Http => return SendStatus::Closed,
         };
         connection.enqueue_frame(frame)
+    }
+
+    fn sockjs(&mut self) -> Option<&Bytes> {
+        let (prefix, data, binary) = (&self.prefix, self.data, self.binary);
+        self.sockjs
+            .get_or_insert_with(|| framing::sockjs_message(prefix, data, binary))
+            .as_ref()
     }
 
     fn websocket(&mut self) -> &Bytes {

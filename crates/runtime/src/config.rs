@@ -57,6 +57,45 @@ pub struct RouteConfig {
     /// chooses the subprotocol `switchboard.v1` gets a protocol session
     /// (docs/protocol.md §2) instead of plain messages. Default false.
     pub rpc: bool,
+    /// The route is a SockJS service (`app.sockjs`, docs/sockjs.md): its
+    /// path is `<prefix>/*`, its WebSocket endpoints are upgraded here and
+    /// the protocol's HTTP endpoints are answered natively. Default none.
+    pub sockjs: Option<SockJsConfig>,
+}
+
+/// A SockJS service's options (`app.sockjs(prefix, behaviour)`).
+#[derive(Clone, Debug)]
+pub struct SockJsConfig {
+    /// The service's base path, without a trailing slash (`/echo`; empty
+    /// for the root).
+    pub prefix: String,
+    /// Whether the WebSocket transports are offered (`/info` says so, and
+    /// the WebSocket endpoints answer 404 without them). Default true.
+    pub websocket: bool,
+    /// How often a session is sent a heartbeat frame (`h`): clients and
+    /// proxies take a silent session for dead. Default 25 s, as the
+    /// protocol's reference server.
+    pub heartbeat: Duration,
+    /// The script the iframe page loads (the client, for the iframe-based
+    /// transports of old browsers). Default the jsdelivr copy of
+    /// sockjs-client 1.
+    pub sockjs_url: String,
+    /// `/info`'s `cookie_needed`: the client then sends cookies (load
+    /// balancers that stick sessions by `JSESSIONID`). Default false.
+    pub cookie_needed: bool,
+}
+
+impl SockJsConfig {
+    /// A service on `prefix` with every default.
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            websocket: true,
+            heartbeat: switchboard_proto::sockjs::DEFAULT_HEARTBEAT_DELAY,
+            sockjs_url: switchboard_proto::sockjs::DEFAULT_SOCKJS_URL.to_owned(),
+            cookie_needed: false,
+        }
+    }
 }
 
 impl RouteConfig {
@@ -75,6 +114,7 @@ impl RouteConfig {
             compression: None,
             allowed_origins: Vec::new(),
             rpc: false,
+            sockjs: None,
         }
     }
 

@@ -32,6 +32,12 @@ pub enum ConnectionKind {
     /// responses, framed by `http::respond`; it is never a recipient of a
     /// message or a publish.
     Http,
+    /// A SockJS session on the WebSocket transport
+    /// (`<prefix>/<server>/<session>/websocket`): each message goes out as
+    /// a SockJS frame (`a["..."]`) in a WebSocket text message, and the
+    /// client's text messages are JSON arrays of messages
+    /// (`switchboard_proto::sockjs`).
+    SockJsWebSocket,
 }
 
 impl ConnectionKind {
@@ -105,6 +111,12 @@ impl Connection {
             ConnectionKind::WebSocket | ConnectionKind::RpcWebSocket => {
                 self.outbound.push_message(payload, binary)
             }
+            ConnectionKind::SockJsWebSocket => {
+                let Some(frame) = crate::framing::sockjs_message(&[], payload, binary) else {
+                    return SendStatus::Dropped;
+                };
+                self.outbound.push_frame_copy(&frame)
+            }
             ConnectionKind::WebSocketDeflate => {
                 return self.enqueue_to_compress(Bytes::copy_from_slice(payload), binary);
             }
@@ -128,7 +140,8 @@ impl Connection {
             }
             // Protocol frames, already framed by the worker's peer.
             ConnectionKind::RpcStream => &header[..0],
-            ConnectionKind::WebSocketDeflate => return None,
+            // Framed from a copy: the message is quoted into the frame.
+            ConnectionKind::WebSocketDeflate | ConnectionKind::SockJsWebSocket => return None,
             ConnectionKind::Http => return Some(SendStatus::Closed),
         };
         let (status, wake) = self.outbound.send_direct(head, payload, &self.stats)?;

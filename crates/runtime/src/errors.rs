@@ -167,6 +167,12 @@ pub const PROTOCOL_TEXT_MESSAGE: Failure = Failure::new(
     "",
     "A text message on a WebSocket that speaks the Switchboard protocol (it uses binary messages only).",
 );
+pub const SOCKJS_BROKEN_FRAMING: Failure = Failure::new(
+    "ERR_SOCKJS_BROKEN_FRAMING",
+    3000,
+    "",
+    "A message on a SockJS session's WebSocket that is not a JSON array of strings (or one JSON string): the session closes, as the protocol's reference server closes it (3000).",
+);
 
 /// Every failure above, for the catalogue.
 pub const ALL: &[Failure] = &[
@@ -190,6 +196,7 @@ pub const ALL: &[Failure] = &[
     PROTOCOL_FLOW_CONTROL,
     PROTOCOL_FILE_SIZE,
     PROTOCOL_TEXT_MESSAGE,
+    SOCKJS_BROKEN_FRAMING,
 ];
 
 /// Close codes are in the WebSocket range; the rest are HTTP statuses.

@@ -67,3 +67,28 @@ pub fn message_header(len: usize, binary: bool, out: &mut [u8; 14]) -> usize {
 pub fn header_len(len: usize) -> usize {
     switchboard_proto::ws::encoder::header_len(len as u64, false)
 }
+
+/// A SockJS message frame (`a["<prefix ++ payload>"]`, quoted as the
+/// protocol requires) in one WebSocket text message, for the SockJS
+/// WebSocket transport. SockJS carries text only: a binary message (or
+/// bytes that are not UTF-8) has no SockJS frame, `None`.
+pub fn sockjs_message(prefix: &[u8], payload: &[u8], binary: bool) -> Option<Bytes> {
+    if binary {
+        return None;
+    }
+    let text: std::borrow::Cow<'_, str> = match prefix.is_empty() {
+        true => std::str::from_utf8(payload).ok()?.into(),
+        false => String::from_utf8([prefix, payload].concat()).ok()?.into(),
+    };
+    let mut frame = Vec::with_capacity(text.len() + 8);
+    switchboard_proto::sockjs::Framing::WebSocket.write_messages(&mut frame, [&*text]);
+    Some(build(OpCode::Text, false, &[], &frame))
+}
+
+/// A SockJS control frame (`o`, `h`, `c[...]`, written by `write`) in one
+/// WebSocket text message.
+pub fn sockjs_frame(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let mut frame = Vec::with_capacity(32);
+    write(&mut frame);
+    build(OpCode::Text, false, &[], &frame)
+}

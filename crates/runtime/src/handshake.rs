@@ -10,6 +10,7 @@ use switchboard_proto::http::{
     HandshakeError, HeadLimits, RequestHead,
 };
 use switchboard_proto::http1;
+use switchboard_proto::sockjs;
 use switchboard_proto::ws::deflate::{self, DeflateParams};
 
 use crate::config::{RouteConfig, ServerConfig};
@@ -114,6 +115,8 @@ pub(crate) struct Upgrade {
     extensions: String,
     deflate: Option<DeflateParams>,
     rpc: bool,
+    /// A SockJS session's WebSocket (`<prefix>/<server>/<session>/websocket`).
+    sockjs: bool,
 }
 
 /// Decide what a request gets.
@@ -126,6 +129,29 @@ pub(crate) fn decide(head: RequestHead, config: &ServerConfig) -> Decision {
     else {
         return Decision::Respond(Response::failure(errors::WS_NO_ROUTE, &[]));
     };
+    // A SockJS service's WebSocket endpoints: a session, or the raw
+    // WebSocket (a plain one); every other path under it is no WebSocket.
+    let sockjs_session = match &route.sockjs {
+        None => false,
+        Some(sockjs) => {
+            let path = sockjs::strip_prefix(&head.path, &sockjs.prefix);
+            match path.and_then(sockjs::Route::parse) {
+                Some(sockjs::Route::RawWebSocket) if sockjs.websocket => false,
+                Some(sockjs::Route::Session {
+                    transport: sockjs::Transport::WebSocket,
+                    ..
+                }) if sockjs.websocket => true,
+                _ => return Decision::Respond(Response::failure(errors::WS_NO_ROUTE, &[])),
+            }
+        }
+    };
+    if route.sockjs.is_some() && head.method != "GET" {
+        // The protocol's 405: `Allow`, no body (`verify405`).
+        return Decision::Respond(Response {
+            bytes: b"HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+            rejected: true,
+        });
+    }
     let request = match validate_upgrade(&head) {
         Ok(request) => request,
         Err(error) => return Decision::Respond(Response::handshake_error(error)),
@@ -135,6 +161,8 @@ pub(crate) fn decide(head: RequestHead, config: &ServerConfig) -> Decision {
     }
     let protocol = choose_protocol(route, &request.protocols).unwrap_or_default();
     let (deflate, extensions) = match &route.compression {
+        // A SockJS session frames its own messages, uncompressed.
+        Some(_) if sockjs_session => (None, String::new()),
         Some(config) => {
             let offers: Vec<&str> = request.extensions.iter().map(String::as_str).collect();
             match deflate::negotiate(&offers, config) {
@@ -156,6 +184,7 @@ pub(crate) fn decide(head: RequestHead, config: &ServerConfig) -> Decision {
         extensions,
         deflate,
         rpc: route.rpc,
+        sockjs: sockjs_session,
         head,
     }))
 }
@@ -209,7 +238,9 @@ impl Upgrade {
             (!self.protocol.is_empty()).then_some(self.protocol.as_str()),
             (!self.extensions.is_empty()).then_some(self.extensions.as_str()),
         );
-        let kind = if self.rpc && self.protocol == switchboard_proto::rpc::SUBPROTOCOL {
+        let kind = if self.sockjs {
+            ConnectionKind::SockJsWebSocket
+        } else if self.rpc && self.protocol == switchboard_proto::rpc::SUBPROTOCOL {
             ConnectionKind::RpcWebSocket
         } else if self.deflate.is_some() {
             ConnectionKind::WebSocketDeflate

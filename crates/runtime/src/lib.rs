@@ -43,7 +43,7 @@ pub mod wake;
 pub use config::{
     CompressionConfig, DotFiles, FileCacheConfig, HttpConfig, HttpRouteConfig, IoScheduling,
     ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy,
-    StaticDirConfig, StaticRoute,
+    SockJsConfig, StaticDirConfig, StaticRoute,
 };
 pub use connection::{cork, uncork, ConnectionKind};
 pub use outbound::SendStatus;

@@ -4,8 +4,8 @@
  */
 import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticDir, NativeStaticRoute } from './native.js';
 import { Operations } from './operations.js';
-import type { RouteOptions, StaticResponse } from './options.js';
-import { DEFAULTS, nativeRoute, nativeStaticRoute } from './options.js';
+import type { RouteOptions, SockJsOptions, StaticResponse } from './options.js';
+import { DEFAULTS, nativeRoute, nativeSockJs, nativeStaticRoute } from './options.js';
 import { SwitchboardError } from './errors.js';
 import type { WebSocket } from './websocket.js';
 import type { TlsInfo } from './tls.js';
@@ -60,6 +60,9 @@ export interface WebSocketBehavior<UserData = unknown> extends RouteOptions {
   close?: (ws: WebSocket<UserData>, code: number, reason: string) => void | Promise<void>;
 }
 
+/** Handlers and options of a SockJS service: a WebSocket route's, and the protocol's own. */
+export interface SockJsBehavior<UserData = unknown> extends WebSocketBehavior<UserData>, SockJsOptions {}
+
 /** A route as registered. */
 export interface RegisteredRoute {
   native: NativeRouteOptions;
@@ -102,6 +105,28 @@ export class App extends Operations {
       native: nativeRoute(path, behavior, typeof behavior.upgrade === 'function'),
       behavior: behavior as unknown as WebSocketBehavior<never>,
     });
+    return this;
+  }
+
+  /**
+   * Serve the SockJS protocol (sockjs-client 1.x) under `prefix` (`/echo`;
+   * no trailing slash): each SockJS session is a `WebSocket` for the
+   * handlers, its messages text (docs/sockjs.md). The WebSocket transport
+   * and the raw `<prefix>/websocket` are served, with `/info`, the
+   * greeting and the iframe page answered natively.
+   */
+  sockjs<UserData = unknown>(prefix: string, behavior: SockJsBehavior<UserData>): this {
+    const sockjs = nativeSockJs(prefix, behavior);
+    if (behavior.rpc) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', 'a SockJS service carries text messages: it cannot speak the Switchboard protocol (rpc)');
+    }
+    const path = `${prefix}/*`;
+    if (this.routes.some((r) => r.native.path === path || r.native.sockjs?.prefix === prefix)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `a WebSocket route on ${path} exists already`);
+    }
+    const native = nativeRoute(path, behavior, typeof behavior.upgrade === 'function');
+    native.sockjs = sockjs;
+    this.routes.push({ native, behavior: behavior as unknown as WebSocketBehavior<never> });
     return this;
   }
 

@@ -24,6 +24,7 @@ export {
   type UpgradeRequest,
   type UpgradeResponse,
   type WebSocketBehavior,
+  type SockJsBehavior,
 } from './app.js';
 export { WebSocket } from './websocket.js';
 export { Router, type Handler, type ErrorHandler, type HttpRouteOptions } from './http/router.js';
@@ -67,7 +68,7 @@ export {
   type HttpRouteStats,
 } from './operations.js';
 export type { MetricsOptions } from './http/metrics.js';
-export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, StaticResponse } from './options.js';
+export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, SockJsOptions, StaticResponse } from './options.js';
 export type { TrustProxy } from './http/proxy.js';
 export {
   RpcService,

@@ -30,6 +30,15 @@ export interface NativeRouteOptions {
   compression?: NativeCompressionOptions;
   allowedOrigins?: string[];
   rpc?: boolean;
+  sockjs?: NativeSockJsOptions;
+}
+
+export interface NativeSockJsOptions {
+  prefix: string;
+  websocket?: boolean;
+  heartbeatMs?: number;
+  sockjsUrl?: string;
+  cookieNeeded?: boolean;
 }
 
 export interface NativeTlsOptions {

@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-rpc';
-import type { NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
+import type { NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeSockJsOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 import type { MetricsOptions } from './http/metrics.js';
 
@@ -52,6 +52,42 @@ export interface RouteOptions {
    * (`app.rpc`); others get this route's handlers. Default false.
    */
   rpc?: boolean;
+}
+
+/** The options of a SockJS service (`app.sockjs(prefix, behavior)`, docs/sockjs.md). */
+export interface SockJsOptions {
+  /** Offer the WebSocket transports (`/info` says so; without them their URLs answer 404). Default true. */
+  websocket?: boolean;
+  /** Milliseconds between heartbeat frames (`h`) to a session. Default 25000, as the protocol's reference server. */
+  heartbeatDelay?: number;
+  /** The sockjs-client script the iframe page loads (old browsers' iframe-based transports). Default the jsdelivr copy of sockjs-client 1. */
+  sockjsUrl?: string;
+  /** `/info`'s `cookie_needed`: clients then send cookies (a load balancer's `JSESSIONID` stickiness). Default false. */
+  cookieNeeded?: boolean;
+}
+
+/** The native options of the SockJS service on `prefix`. */
+export function nativeSockJs(prefix: string, options: SockJsOptions): NativeSockJsOptions {
+  if (typeof prefix !== 'string' || (prefix !== '' && !prefix.startsWith('/')) || prefix.endsWith('/')) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `a SockJS prefix starts with "/" and does not end with one, got ${JSON.stringify(prefix)}`);
+  }
+  const sockjs: NativeSockJsOptions = { prefix };
+  if (options.websocket !== undefined) sockjs.websocket = Boolean(options.websocket);
+  const heartbeat = options.heartbeatDelay;
+  if (heartbeat !== undefined) {
+    if (!Number.isInteger(heartbeat) || heartbeat < 1 || heartbeat > 0xffff_ffff) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `heartbeatDelay must be a whole number of milliseconds from 1, got ${String(heartbeat)}`);
+    }
+    sockjs.heartbeatMs = heartbeat;
+  }
+  if (options.sockjsUrl !== undefined) {
+    if (typeof options.sockjsUrl !== 'string' || /["<>\s]/.test(options.sockjsUrl)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `sockjsUrl must be a URL without quotes, angle brackets or spaces`);
+    }
+    sockjs.sockjsUrl = options.sockjsUrl;
+  }
+  if (options.cookieNeeded !== undefined) sockjs.cookieNeeded = Boolean(options.cookieNeeded);
+  return sockjs;
 }
 
 /** A fixed response to `GET path` (and `HEAD`): `app.get(path, response)`. */

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { App, type WebSocketBehavior, loadApp } from './app.js';
+import { App, type SockJsBehavior, type WebSocketBehavior, loadApp } from './app.js';
 import type { RpcService } from './rpc/service.js';
 import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
@@ -159,6 +159,18 @@ export class Server extends Operations {
       );
     }
     this.local.ws(path, behavior);
+    return this;
+  }
+
+  /** Register a SockJS service on the main thread (with `workers: 0`): see `App.sockjs`. */
+  sockjs<UserData = unknown>(prefix: string, behavior: SockJsBehavior<UserData>): this {
+    if (this.workerCount > 0) {
+      throw new SwitchboardError(
+        'ERR_INVALID_OPTION',
+        'inline routes run on the main thread: use `workers: 0`, or register routes in the app module',
+      );
+    }
+    this.local.sockjs(prefix, behavior);
     return this;
   }
 

@@ -25,6 +25,8 @@ enum Target {
     Files(u16),
     /// `config.metrics_path`: the counters for Prometheus.
     Metrics,
+    /// `config.routes[i]`'s SockJS endpoints, answered natively.
+    SockJs(u16),
 }
 
 /// The outcome of matching a request.
@@ -39,6 +41,8 @@ pub(crate) enum Routed<'r> {
     Files(usize),
     /// The metrics endpoint (`config.metrics_path`).
     Metrics,
+    /// A SockJS service's endpoint: `config.routes[i]` (its `sockjs`).
+    SockJs(usize),
     /// No route for the path: 404 (426 when a WebSocket route has it).
     NotFound,
     /// Routes for the path, none for the method: 405 with `Allow`.
@@ -84,6 +88,7 @@ impl Routes {
         )?;
         insert_dirs(&mut routes.router, &config.static_dirs, true)?;
         insert_metrics(&mut routes.router, config)?;
+        insert_sockjs(&mut routes.router, config)?;
         if config.static_dirs.iter().any(|dir| dir.fallthrough) {
             let mut past = Self::build(
                 &config.http_routes,
@@ -92,6 +97,7 @@ impl Routes {
             )?;
             insert_dirs(&mut past.router, &config.static_dirs, false)?;
             insert_metrics(&mut past.router, config)?;
+            insert_sockjs(&mut past.router, config)?;
             routes.past_files = Some(past.router);
         }
         Ok(routes)
@@ -174,6 +180,7 @@ impl Routes {
                 Target::Fixed(index) => Routed::Fixed(index as usize),
                 Target::Files(index) => Routed::Files(index as usize),
                 Target::Metrics => Routed::Metrics,
+                Target::SockJs(route) => Routed::SockJs(route as usize),
             },
             Match::MethodNotAllowed { allow } => Routed::MethodNotAllowed { allow },
             Match::NotFound => Routed::NotFound,
@@ -228,6 +235,30 @@ fn insert_metrics(router: &mut Router<Target>, config: &ServerConfig) -> Result<
     Ok(())
 }
 
+/// Every SockJS service's endpoints, all methods (the service answers 405
+/// itself, with the protocol's rules): its prefix (the greeting) and
+/// everything under it. Its WebSocket endpoints are upgrades, which never
+/// reach this table.
+fn insert_sockjs(router: &mut Router<Target>, config: &ServerConfig) -> Result<(), InvalidRoute> {
+    for (i, route) in config.routes.iter().enumerate() {
+        let Some(sockjs) = &route.sockjs else {
+            continue;
+        };
+        let index =
+            u16::try_from(i).map_err(|_| invalid(&sockjs.prefix, RouteError::TooManyRoutes))?;
+        let under = format!("{}/*", sockjs.prefix);
+        router
+            .insert(None, &under, Target::SockJs(index))
+            .map_err(|e| invalid(&under, e))?;
+        if !sockjs.prefix.is_empty() {
+            router
+                .insert(None, &sockjs.prefix, Target::SockJs(index))
+                .map_err(|e| invalid(&sockjs.prefix, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// The outcome of [`RouteTable::find`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum RouteMatch<'r, 'p> {
@@ -276,8 +307,11 @@ impl RouteTable {
         match self.routes.find(method, path, &mut params) {
             Routed::Handler { route, .. } => RouteMatch::Handler { route, params },
             Routed::Fixed(index) => RouteMatch::Fixed(index),
-            // A table outside a server has no directories and no metrics.
-            Routed::Files(_) | Routed::Metrics | Routed::NotFound => RouteMatch::NotFound,
+            // A table outside a server has no directories, no metrics and
+            // no SockJS services.
+            Routed::Files(_) | Routed::Metrics | Routed::SockJs(_) | Routed::NotFound => {
+                RouteMatch::NotFound
+            }
             Routed::MethodNotAllowed { allow } => RouteMatch::MethodNotAllowed { allow },
         }
     }

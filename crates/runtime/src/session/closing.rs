@@ -5,9 +5,12 @@
 
 use std::time::Instant;
 
+use switchboard_proto::sockjs;
+
 use super::{Machine, Phase};
 use crate::connection::ConnectionKind;
 use crate::errors::{self, Failure};
+use crate::framing;
 
 impl Machine {
     /// Decide what the `close` event reports, unless it is decided already.
@@ -76,6 +79,22 @@ impl Machine {
                 return;
             }
         }
+        if self.kind() == ConnectionKind::SockJsWebSocket {
+            // The session's close frame first: sockjs-client hands its code
+            // and reason to the application. The WebSocket's own close
+            // carries them too when the code is one a WebSocket close may
+            // carry (2010, say, may not: RFC 6455 §7.4).
+            let frame = framing::sockjs_frame(|out| {
+                sockjs::Framing::WebSocket.write_close(out, code, reason)
+            });
+            self.push_frame(frame);
+            if !is_sendable_close_code(code) {
+                // The close event reports the session's code.
+                self.settle(code, reason);
+                self.close_websocket(1000, "", now);
+                return;
+            }
+        }
         self.close_websocket(code, reason, now);
     }
 
@@ -112,7 +131,9 @@ impl Machine {
             return;
         }
         match self.kind() {
-            ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
+            ConnectionKind::WebSocket
+            | ConnectionKind::WebSocketDeflate
+            | ConnectionKind::SockJsWebSocket => {
                 self.send_close(1001, "server shutting down", now);
             }
             // The HTTP reader handles its own (`session/http.rs`).
@@ -126,4 +147,9 @@ impl Machine {
             }
         }
     }
+}
+
+/// Whether a WebSocket close frame may carry `code` (RFC 6455 §7.4.1-2).
+fn is_sendable_close_code(code: u16) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1011 | 3000..=4999)
 }

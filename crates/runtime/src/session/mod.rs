@@ -32,6 +32,8 @@ mod websocket;
 mod writes;
 
 #[cfg(test)]
+mod sockjs_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::config::ServerConfig;
@@ -154,7 +156,7 @@ impl Session {
         stats::add(&machine.server.stats.bytes_in, bytes.len() as u64);
         match &mut self.reader {
             Reader::WebSocket(decoder) => {
-                let outcome = decoder.feed(bytes, |event| machine.on_websocket(event));
+                let outcome = decoder.feed(bytes, |event| machine.on_websocket(event, now));
                 if let Err(error) = outcome {
                     machine.websocket_failed(error.close_code(), error.code(), now);
                 }

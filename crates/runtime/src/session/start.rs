@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use switchboard_proto::rpc::{MAX_HANDSHAKE_SIZE, PREFACE};
+use switchboard_proto::sockjs;
 use switchboard_proto::ws::deflate::{Compressor, Decompressor};
 use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
 
@@ -17,6 +18,7 @@ use super::{Machine, Opening, Phase, Reader, Session};
 use crate::config::SlowConsumerPolicy;
 use crate::connection::{Connection, ConnectionKind};
 use crate::events::{Record, TlsRecord, Transport, NO_ROUTE};
+use crate::framing;
 use crate::opening::Accepted;
 use crate::outbound::Outbound;
 use crate::state::ServerState;
@@ -106,7 +108,9 @@ impl Session {
             decoder
         };
         let reader = match kind {
-            ConnectionKind::WebSocket | ConnectionKind::WebSocketDeflate => {
+            ConnectionKind::WebSocket
+            | ConnectionKind::WebSocketDeflate
+            | ConnectionKind::SockJsWebSocket => {
                 Reader::WebSocket(websocket_decoder(route.map_or(0, |r| r.max_payload_length)))
             }
             // A protocol client may send any frame our WELCOME allows, and a
@@ -148,7 +152,7 @@ impl Session {
                 tls: accepted.tls,
             })
         });
-        Self {
+        let mut session = Self {
             reader,
             machine: Machine {
                 compressor: accepted
@@ -165,6 +169,12 @@ impl Session {
                 opening,
                 server,
             },
+        };
+        if kind == ConnectionKind::SockJsWebSocket {
+            // A SockJS session begins with its open frame (after the 101).
+            let open = framing::sockjs_frame(|out| sockjs::Framing::WebSocket.write_open(out));
+            session.machine.push_frame(open);
         }
+        session
     }
 }

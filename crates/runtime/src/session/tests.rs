@@ -47,13 +47,7 @@ pub(super) fn start(config: ServerConfig, kind: ConnectionKind) -> Harness {
         id: 7,
         worker: 0,
         kind,
-        route: matches!(
-            kind,
-            ConnectionKind::WebSocket
-                | ConnectionKind::WebSocketDeflate
-                | ConnectionKind::RpcWebSocket
-        )
-        .then_some(0),
+        route: kind.is_websocket().then_some(0),
         transport: if kind == ConnectionKind::RpcStream {
             Transport::Tcp
         } else {
@@ -143,7 +137,7 @@ impl Harness {
     }
 
     /// The frames written, as a client decodes them.
-    fn frames(&mut self) -> Vec<String> {
+    pub(super) fn frames(&mut self) -> Vec<String> {
         let mut decoder = Decoder::new(DecoderConfig {
             role: Role::Client,
             ..DecoderConfig::default()
@@ -217,7 +211,7 @@ pub(super) fn events_of(server: &ServerState) -> Vec<String> {
     out
 }
 
-fn client(opcode: OpCode, payload: &[u8]) -> Vec<u8> {
+pub(super) fn client(opcode: OpCode, payload: &[u8]) -> Vec<u8> {
     frame(opcode, payload, MASK)
 }
 

@@ -44,6 +44,17 @@ impl Machine {
                     Duration::from_millis(u64::from(self.config().rpc.settings.heartbeat_ms));
                 (interval * 2, interval)
             }
+            // A SockJS session: no idle timeout (the protocol's clients
+            // send nothing when they have nothing to say, and answer no
+            // heartbeat), a heartbeat frame every interval.
+            (ConnectionKind::SockJsWebSocket, Some(route)) => {
+                let route = &self.config().routes[route as usize];
+                let interval = route.sockjs.as_ref().map_or(
+                    switchboard_proto::sockjs::DEFAULT_HEARTBEAT_DELAY,
+                    |sockjs| sockjs.heartbeat,
+                );
+                (Duration::ZERO, interval)
+            }
             (_, Some(route)) => {
                 let route = &self.config().routes[route as usize];
                 (route.idle_timeout, route.ping_interval)
@@ -65,7 +76,12 @@ impl Machine {
         if !idle_timeout.is_zero() {
             consider(last + idle_timeout);
         }
-        if !ping_interval.is_zero() && !self.liveness.ping_sent {
+        if self.kind() == ConnectionKind::SockJsWebSocket {
+            // See `on_deadline`: the last traffic either way.
+            if !ping_interval.is_zero() {
+                consider(last + ping_interval);
+            }
+        } else if !ping_interval.is_zero() && !self.liveness.ping_sent {
             consider(last + ping_interval);
         }
         deadline
@@ -85,6 +101,22 @@ impl Machine {
             _ => {}
         }
         let (idle_timeout, ping_interval) = self.heartbeat();
+        if self.kind() == ConnectionKind::SockJsWebSocket {
+            // A SockJS session has no idle timeout, so `last_received`
+            // serves as the last traffic either way: a heartbeat frame
+            // goes after an interval in which nothing arrived or went as
+            // a heartbeat (an extra field would grow every connection's
+            // entry; see the reactor's memory budget).
+            let last = self.liveness.last_received;
+            if !ping_interval.is_zero() && now >= last + ping_interval {
+                self.liveness.last_received = now;
+                let heartbeat = framing::sockjs_frame(|out| {
+                    switchboard_proto::sockjs::Framing::WebSocket.write_heartbeat(out)
+                });
+                self.push_frame(heartbeat);
+            }
+            return Step::Continue;
+        }
         let last = self.liveness.last_received;
         if !idle_timeout.is_zero() && now >= last + idle_timeout {
             let failure = match self.kind() {

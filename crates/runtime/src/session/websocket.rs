@@ -6,24 +6,55 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use switchboard_proto::rpc::ProtocolError;
+use switchboard_proto::sockjs;
 use switchboard_proto::ws::encoder::close_payload;
 use switchboard_proto::ws::{Event, Flow, OpCode};
 
 use super::rpc_reader::RpcReader;
 use super::{Machine, Phase};
+use crate::connection::ConnectionKind;
 use crate::errors;
 use crate::framing;
 use crate::stats;
 
 impl Machine {
     /// An event of a plain WebSocket.
-    pub(super) fn on_websocket(&mut self, event: Event<'_>) -> Flow {
+    pub(super) fn on_websocket(&mut self, event: Event<'_>, now: Instant) -> Flow {
+        if self.kind() == ConnectionKind::SockJsWebSocket {
+            return self.on_sockjs_message(event, now);
+        }
         match event {
             Event::Text(payload) => self.deliver(payload, false),
             Event::Binary(payload) => self.deliver(payload, true),
             control => return self.on_control(control),
         }
         Flow::Continue
+    }
+
+    /// An event of a SockJS session's WebSocket: each text message is a
+    /// JSON array of the client's messages (or one JSON string), each
+    /// handed to the worker as a text message of its own. Anything else
+    /// breaks the framing, and the session closes as sockjs-node closes it.
+    fn on_sockjs_message(&mut self, event: Event<'_>, now: Instant) -> Flow {
+        let text = match event {
+            Event::Text(payload) => std::str::from_utf8(payload).ok(),
+            Event::Binary(_) => None,
+            control => return self.on_control(control),
+        };
+        match text.map(sockjs::parse_websocket_message) {
+            Some(Ok(messages)) => {
+                for message in messages {
+                    self.deliver(message.as_bytes(), false);
+                }
+                Flow::Continue
+            }
+            Some(Err(_)) | None => {
+                stats::add(&self.server.stats.protocol_errors, 1);
+                let broken = errors::SOCKJS_BROKEN_FRAMING;
+                self.fail_with(broken.status, broken.code, now);
+                Flow::Stop
+            }
+        }
     }
 
     /// An event of a WebSocket that carries the protocol: each binary

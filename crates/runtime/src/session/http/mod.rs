@@ -39,6 +39,7 @@ mod order_tests;
 mod request;
 mod sending;
 mod serve;
+mod sockjs;
 #[cfg(test)]
 mod tests;
 

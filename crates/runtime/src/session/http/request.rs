@@ -149,6 +149,7 @@ impl Core {
                 self.row = server.http_metrics.metrics_row();
                 self.metrics(machine, head, keep_alive, now);
             }
+            Routed::SockJs(route) => self.sockjs(machine, route, head, keep_alive, now),
             // (Files were answered above.)
             Routed::NotFound | Routed::Files(_) => self.not_found(machine, head, keep_alive, now),
             Routed::MethodNotAllowed { allow } => {

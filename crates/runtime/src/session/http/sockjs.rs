@@ -1,0 +1,275 @@
+//! A SockJS service's HTTP endpoints, answered on the I/O thread (the
+//! protocol's rules are `switchboard_proto::sockjs`'s): the greeting,
+//! `/info` and its preflight, the iframe page, and the answers to requests
+//! that cannot be served: a WebSocket URL without an upgrade (400), a
+//! method the URL does not take (405, without a body, as the protocol's
+//! suite requires), anything else (404). The WebSocket endpoints are
+//! upgrades (`handshake.rs`); the session transports over plain HTTP are
+//! not served yet (404).
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use switchboard_proto::http1::{BodyKind, HttpDate, Method, RequestHead};
+use switchboard_proto::sockjs::{
+    self, IframePage, Info, Route, Transport, ACCESS_CONTROL_MAX_AGE, CACHE_ONE_YEAR,
+    CONTENT_TYPE_HTML, CONTENT_TYPE_JSON, CONTENT_TYPE_PLAIN, GREETING, NO_CACHE, ONE_YEAR_SECS,
+    WEBSOCKET_UPGRADE_REQUIRED,
+};
+
+use super::answers::frame;
+use super::Core;
+use crate::config::SockJsConfig;
+use crate::http::metrics::RowId;
+use crate::session::Machine;
+
+/// What one request gets.
+struct Answer {
+    status: u16,
+    headers: String,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn new(status: u16) -> Self {
+        Self {
+            status,
+            headers: String::new(),
+            body: Vec::new(),
+        }
+    }
+
+    fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push_str(name);
+        self.headers.push_str(": ");
+        self.headers.push_str(value);
+        self.headers.push_str("\r\n");
+        self
+    }
+
+    fn body(mut self, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+        self = self.header("Content-Type", content_type);
+        self.body = body.into();
+        self
+    }
+
+    /// CORS as the protocol's suite expects (`verify_cors`): the request's
+    /// `Origin` echoed with credentials allowed (the JSESSIONID cookie
+    /// must travel), or `*` without them.
+    fn cors(self, head: &RequestHead<'_, '_>) -> Self {
+        match head.header("origin") {
+            Some(origin) => {
+                let origin = String::from_utf8_lossy(origin).into_owned();
+                self.header("Access-Control-Allow-Origin", &origin)
+                    .header("Access-Control-Allow-Credentials", "true")
+            }
+            None => self.header("Access-Control-Allow-Origin", "*"),
+        }
+    }
+
+    /// Cached for a year: the iframe page, preflight answers.
+    fn cached_for_a_year(self) -> Self {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let expires = HttpDate::from_unix_seconds(now + u64::from(ONE_YEAR_SECS));
+        self.header("Cache-Control", CACHE_ONE_YEAR)
+            .header("Expires", expires.as_str())
+    }
+}
+
+impl Core {
+    /// A request under the prefix of the SockJS service of route `route`.
+    pub(super) fn sockjs(
+        &mut self,
+        machine: &mut Machine,
+        route: usize,
+        head: &RequestHead<'_, '_>,
+        keep_alive: bool,
+        now: Instant,
+    ) {
+        let server = machine.server.clone();
+        let answer = match &server.config.routes[route].sockjs {
+            Some(service) => answer(service, head),
+            None => Answer::new(404),
+        };
+        // A request with a body closes the connection: nothing here reads
+        // bodies yet.
+        let close = !keep_alive || head.body != BodyKind::Empty;
+        let body: &[u8] = if head.method == Method::Head {
+            &[]
+        } else {
+            &answer.body
+        };
+        let response = frame(
+            answer.status,
+            answer.headers.as_bytes(),
+            body,
+            answer.body.len(),
+            !close,
+            head.version,
+        );
+        // Not counted by route (`http/metrics.rs` has no row for them).
+        self.row = RowId::MAX;
+        self.after_own(close, now);
+        self.respond(machine, response, close, now);
+    }
+}
+
+/// What the service answers `head`.
+fn answer(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Answer {
+    let Some(route) = sockjs::strip_prefix(head.path, &service.prefix).and_then(Route::parse)
+    else {
+        return Answer::new(404);
+    };
+    let method = match head.method {
+        Method::Head => Method::Get,
+        other => other,
+    };
+    let websocket_url = matches!(
+        route,
+        Route::RawWebSocket
+            | Route::Session {
+                transport: Transport::WebSocket,
+                ..
+            }
+    );
+    if websocket_url && !service.websocket {
+        return Answer::new(404);
+    }
+    if !route.allows(method) {
+        // No body and no type (`verify405`).
+        return Answer::new(405).header("Allow", route.allow_header());
+    }
+    match route {
+        Route::Greeting => Answer::new(200).body(CONTENT_TYPE_PLAIN, GREETING),
+        Route::Info if method == Method::Options => Answer::new(204)
+            .cached_for_a_year()
+            .header("Access-Control-Max-Age", ACCESS_CONTROL_MAX_AGE)
+            .header("Access-Control-Allow-Methods", route.allow_header())
+            .cors(head),
+        Route::Info => {
+            let mut entropy = [0u8; 4];
+            // The OS source failing leaves nothing sensible to do but stop
+            // (as the protocol sessions' seeds do).
+            getrandom::fill(&mut entropy).expect("the operating system's random source failed");
+            let mut json = Vec::with_capacity(96);
+            Info {
+                websocket: service.websocket,
+                cookie_needed: service.cookie_needed,
+                entropy: u32::from_le_bytes(entropy),
+            }
+            .write_json(&mut json);
+            Answer::new(200)
+                .header("Cache-Control", NO_CACHE)
+                .cors(head)
+                .body(CONTENT_TYPE_JSON, json)
+        }
+        Route::Iframe => {
+            let page = IframePage::new(&service.sockjs_url);
+            let etag = page.etag();
+            let fresh = head
+                .header("if-none-match")
+                .is_some_and(|theirs| page.is_fresh(&String::from_utf8_lossy(theirs)));
+            if fresh {
+                Answer::new(304).header("ETag", etag)
+            } else {
+                Answer::new(200)
+                    .cached_for_a_year()
+                    .header("ETag", etag)
+                    .body(CONTENT_TYPE_HTML, page.html())
+            }
+        }
+        // A WebSocket URL without an upgrade.
+        Route::RawWebSocket
+        | Route::Session {
+            transport: Transport::WebSocket,
+            ..
+        } => Answer::new(400).body(CONTENT_TYPE_PLAIN, WEBSOCKET_UPGRADE_REQUIRED),
+        // The HTTP transports come with the sessions they need.
+        Route::Session { .. } => Answer::new(404),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answer to `request` (a whole head) from a service on `/echo`.
+    fn ask(request: &str) -> Answer {
+        let mut parser = switchboard_proto::http1::HeadParser::new(Default::default());
+        let head = parser.parse(request.as_bytes()).unwrap().unwrap();
+        answer(&SockJsConfig::new("/echo"), &head)
+    }
+
+    fn header<'a>(answer: &'a Answer, name: &str) -> Option<&'a str> {
+        answer.headers.lines().find_map(|line| {
+            let (n, v) = line.split_once(": ")?;
+            n.eq_ignore_ascii_case(name).then_some(v)
+        })
+    }
+
+    #[test]
+    fn greeting_info_and_not_found() {
+        let greeting = ask("GET /echo/ HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(
+            (greeting.status, greeting.body.as_slice()),
+            (200, GREETING.as_bytes())
+        );
+        assert_eq!(ask("GET /echo/a/a HTTP/1.1\r\nHost: a\r\n\r\n").status, 404);
+
+        let info = ask("GET /echo/info HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(info.status, 200);
+        assert_eq!(header(&info, "cache-control"), Some(NO_CACHE));
+        assert_eq!(header(&info, "access-control-allow-origin"), Some("*"));
+        assert_eq!(header(&info, "access-control-allow-credentials"), None);
+        let body = String::from_utf8(info.body).unwrap();
+        assert!(body.starts_with(
+            r#"{"websocket":true,"origins":["*:*"],"cookie_needed":false,"entropy":"#
+        ));
+
+        let preflight = ask("OPTIONS /echo/info HTTP/1.1\r\nHost: a\r\nOrigin: null\r\n\r\n");
+        assert_eq!(preflight.status, 204);
+        assert_eq!(
+            header(&preflight, "access-control-allow-origin"),
+            Some("null")
+        );
+        assert_eq!(
+            header(&preflight, "access-control-allow-credentials"),
+            Some("true")
+        );
+        assert_eq!(
+            header(&preflight, "access-control-allow-methods"),
+            Some("OPTIONS, GET")
+        );
+        assert!(header(&preflight, "expires").is_some());
+        assert!(preflight.body.is_empty());
+    }
+
+    #[test]
+    fn the_iframe_page_is_cached_and_validated() {
+        let page = ask("GET /echo/iframe-1.6.1.html?t=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(page.status, 200);
+        assert_eq!(header(&page, "cache-control"), Some(CACHE_ONE_YEAR));
+        let etag = header(&page, "etag").unwrap().to_owned();
+        let again = ask(&format!(
+            "GET /echo/iframe.html HTTP/1.1\r\nHost: a\r\nIf-None-Match: {etag}\r\n\r\n"
+        ));
+        assert_eq!(again.status, 304);
+        assert!(again.body.is_empty());
+    }
+
+    #[test]
+    fn methods_and_websocket_urls() {
+        let wrong = ask("POST /echo/info HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(wrong.status, 405);
+        assert_eq!(header(&wrong, "allow"), Some("OPTIONS, GET"));
+        assert_eq!(header(&wrong, "content-type"), None);
+        let plain = ask("GET /echo/000/abc/websocket HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(plain.status, 400);
+        assert_eq!(plain.body, WEBSOCKET_UPGRADE_REQUIRED.as_bytes());
+        assert_eq!(
+            ask("GET /echo/000/a.b/websocket HTTP/1.1\r\nHost: a\r\n\r\n").status,
+            404
+        );
+    }
+}
