@@ -15,7 +15,7 @@ import { bound } from './report.mjs';
  */
 export const HTTP_SERVERS = [
   // One worker thread and one I/O thread: the server gets one core.
-  { name: 'switchboard', label: 'Switchboard', protocol: 'http', script: 'switchboard-http.mjs', packages: [], env: { WORKERS: '1', IO_THREADS: '1' } },
+  { name: 'switchboard', label: 'Switchboard', protocol: 'http', script: 'switchboard-http.mjs', packages: [], ours: true, env: { WORKERS: '1', IO_THREADS: '1' } },
   { name: 'uws', label: 'uWebSockets.js', short: 'uWS.js', protocol: 'http', script: 'http/uws.mjs', packages: ['@trufflesuite/uws-js-unofficial'] },
   { name: 'hyperexpress', label: 'HyperExpress', protocol: 'http', script: 'http/hyperexpress.mjs', packages: ['hyper-express', 'uWebSockets.js'] },
   { name: 'fastify', label: 'fastify', protocol: 'http', script: 'http/fastify.mjs', packages: ['fastify', '@fastify/static'] },

@@ -58,8 +58,7 @@ function peersInstallNeeded(benchDir) {
  * building switchboard-loadgen.
  */
 export function prepare({ root, servers, log, loadgen = true }) {
-  const names = new Set(servers.map((s) => s.name));
-  if (names.has('switchboard')) {
+  if (servers.some((s) => s.ours)) {
     must(log, 'build Switchboard (node scripts/run.mjs build)', process.execPath, ['scripts/run.mjs', 'build'], root);
   }
   const benchDir = path.join(root, 'benchmarks');

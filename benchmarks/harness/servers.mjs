@@ -9,18 +9,21 @@ import { allowedCpus, pinned } from './machine.mjs';
  * name: what --server takes; label: its name in prose; short: the column
  * heading when the label is long; protocol: the load generator's framing;
  * packages: the npm packages whose versions describe the server (first = the
- * library under test); crate: the Rust peer; env: its thread settings,
+ * library under test); ours: this repository's build (Switchboard, on
+ * any of its transports); crate: the Rust peer; env: its thread settings,
  * written out although they equal the peer scripts' defaults, so that a
  * variable left in the caller's shell cannot change a run.
  */
 export const SERVERS = [
   // One worker thread and one I/O thread: the server gets one core, so more
   // threads would only contend for it.
-  { name: 'switchboard', label: 'Switchboard', protocol: 'ws', script: 'switchboard.mjs', packages: [], env: { WORKERS: '1', IO_THREADS: '1' } },
+  { name: 'switchboard', label: 'Switchboard', protocol: 'ws', script: 'switchboard.mjs', packages: [], ours: true, env: { WORKERS: '1', IO_THREADS: '1' } },
   { name: 'uws', label: 'uWebSockets.js', short: 'uWS.js', protocol: 'ws', script: 'uws.mjs', packages: ['@trufflesuite/uws-js-unofficial'] },
   { name: 'ws', label: 'ws', protocol: 'ws', script: 'ws.mjs', packages: ['ws', 'bufferutil'] },
   { name: 'socketio', label: 'Socket.IO', protocol: 'socketio', script: 'socketio.mjs', packages: ['socket.io', 'engine.io', 'ws'] },
   { name: 'sockjs', label: 'SockJS', protocol: 'sockjs', script: 'sockjs.mjs', packages: ['sockjs', 'faye-websocket', 'websocket-driver'] },
+  // Switchboard's SockJS services (app.sockjs) on the same framing, beside sockjs-node.
+  { name: 'switchboard-sockjs', label: 'Switchboard (SockJS)', short: 'SB SockJS', protocol: 'sockjs', script: 'switchboard.mjs', packages: [], ours: true, env: { WORKERS: '1', IO_THREADS: '1', SWITCHBOARD_TRANSPORT: 'sockjs' } },
   { name: 'tokio', label: 'Tokio (Rust)', short: 'Tokio', protocol: 'ws', binary: 'switchboard-bench-tokio', crate: 'benchmarks/peers/tokio', env: { THREADS: '1' } },
 ];
 
@@ -97,7 +100,7 @@ function lockedCrateVersions(lock, names) {
 /** Library versions per server, read from what is installed and locked (not from memory). */
 export function serverVersions(server, { root, machine }) {
   if (server.nodeBuiltin) return { node: machine.node };
-  if (server.name === 'switchboard') {
+  if (server.ours) {
     const git = machine.switchboard.git;
     return {
       switchboard: machine.switchboard.version,

@@ -33,15 +33,21 @@ const routeOptions = {
 const ROOM = 'room';
 const JOIN = 'join:';
 
+// SWITCHBOARD_TRANSPORT=sockjs serves the same endpoints as SockJS services
+// (app.sockjs: the load generator's `sockjs` framing on their WebSocket
+// transport), for the comparison with sockjs-node.
+const SOCKJS = process.env.SWITCHBOARD_TRANSPORT === 'sockjs';
+
 export default defineApp((app) => {
-  app.ws('/echo', {
+  const endpoint = SOCKJS ? app.sockjs.bind(app) : app.ws.bind(app);
+  endpoint('/echo', {
     ...routeOptions,
     message(ws, data, isBinary) {
       ws.send(data, isBinary);
     },
   });
 
-  app.ws('/room', {
+  endpoint('/room', {
     ...routeOptions,
     open(ws) {
       ws.subscribe(ROOM);
@@ -54,7 +60,7 @@ export default defineApp((app) => {
   // A connection stays on one worker, so this worker's map holds the channel
   // of every connection whose events it handles.
   const channelOf = new Map();
-  app.ws('/channels', {
+  endpoint('/channels', {
     ...routeOptions,
     message(ws, data, isBinary) {
       const channel = channelOf.get(ws.id);

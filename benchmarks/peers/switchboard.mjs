@@ -11,6 +11,8 @@
 //   IO_THREADS  native I/O threads (default 1).
 //   IO_SCHEDULING  the I/O threads' `ioThreadScheduling` (default: the
 //               server's, 'batch'); 'normal' for A/B runs.
+//   SWITCHBOARD_TRANSPORT  'sockjs': the endpoints are SockJS services
+//               (switchboard-app.mjs), for the `sockjs` framing.
 // The defaults are 1 and 1, not the core count, because the runner gives
 // each server one core (taskset): more threads would only contend for it.
 //

@@ -23,7 +23,7 @@ import { regressionRows, regressionSummary } from '../../benchmarks/harness/summ
 const RUN_TIMEOUT_MS = 15 * 60_000;
 
 const SCENARIOS = ['ws-echo', 'ws-broadcast-room', 'ws-channels', 'ws-idle'];
-const SERVERS = ['switchboard', 'uws', 'ws', 'socketio', 'sockjs', 'tokio'];
+const SERVERS = ['switchboard', 'uws', 'ws', 'socketio', 'sockjs', 'switchboard-sockjs', 'tokio'];
 
 const { out, run: runScript } = scriptRunner('bench-test', RUN_TIMEOUT_MS);
 const runQuick = () => runScript(['benchmarks/run.mjs', '--quick', '--out', out]);

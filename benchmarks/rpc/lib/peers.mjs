@@ -30,8 +30,9 @@ export const PEERS = [
     protocol: 'Switchboard protocol v1 over TCP (binary frames, calls multiplexed on one connection)',
     entry: `${dir('switchboard')}/server.mjs`,
     client: `${dir('switchboard')}/client.mjs`,
-    // The name 'switchboard' reports Switchboard's version and commit.
+    // `ours`: report Switchboard's version and commit.
     packages: [],
+    ours: true,
     env: {},
     settings: 'server: workers 0 (handlers on the main thread), one native I/O thread, heartbeats off; client: switchboard-client, raw codec, no reconnect, no call timeouts, Nagle off',
     unsupported: {},
