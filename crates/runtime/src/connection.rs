@@ -111,11 +111,13 @@ impl Connection {
             ConnectionKind::WebSocket | ConnectionKind::RpcWebSocket => {
                 self.outbound.push_message(payload, binary)
             }
+            // Framed here (quoted into `a["..."]`), then queued as a
+            // publish's frame is: copied when small, shared when not.
             ConnectionKind::SockJsWebSocket => {
-                let Some(frame) = crate::framing::sockjs_message(&[], payload, binary) else {
-                    return SendStatus::Dropped;
+                return match crate::framing::sockjs_message(&[], payload, binary) {
+                    Some(frame) => self.enqueue_frame(&frame),
+                    None => SendStatus::Dropped,
                 };
-                self.outbound.push_frame_copy(&frame)
             }
             ConnectionKind::WebSocketDeflate => {
                 return self.enqueue_to_compress(Bytes::copy_from_slice(payload), binary);

@@ -2,7 +2,7 @@
  * The application: routes and their handlers, registered by the app module
  * in every worker (`defineApp`), plus the operations every thread has.
  */
-import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeStaticDir, NativeStaticRoute } from './native.js';
+import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeSockJsOptions, NativeStaticDir, NativeStaticRoute } from './native.js';
 import { Operations } from './operations.js';
 import type { RouteOptions, SockJsOptions, StaticResponse } from './options.js';
 import { DEFAULTS, nativeRoute, nativeSockJs, nativeStaticRoute } from './options.js';
@@ -98,13 +98,17 @@ export class App extends Operations {
 
   /** Serve WebSocket connections on `path` (exact, or a prefix ending in `/*`). */
   ws<UserData = unknown>(path: string, behavior: WebSocketBehavior<UserData>): this {
+    return this.addWebSocketRoute(path, behavior, undefined);
+  }
+
+  /** A WebSocket route on `path`, a SockJS service's when `sockjs` is given. */
+  private addWebSocketRoute<UserData>(path: string, behavior: WebSocketBehavior<UserData>, sockjs: NativeSockJsOptions | undefined): this {
     if (this.routes.some((r) => r.native.path === path)) {
       throw new SwitchboardError('ERR_INVALID_OPTION', `a WebSocket route on ${path} exists already`);
     }
-    this.routes.push({
-      native: nativeRoute(path, behavior, typeof behavior.upgrade === 'function'),
-      behavior: behavior as unknown as WebSocketBehavior<never>,
-    });
+    const native = nativeRoute(path, behavior, typeof behavior.upgrade === 'function');
+    if (sockjs) native.sockjs = sockjs;
+    this.routes.push({ native, behavior: behavior as unknown as WebSocketBehavior<never> });
     return this;
   }
 
@@ -120,14 +124,8 @@ export class App extends Operations {
     if (behavior.rpc) {
       throw new SwitchboardError('ERR_INVALID_OPTION', 'a SockJS service carries text messages: it cannot speak the Switchboard protocol (rpc)');
     }
-    const path = `${prefix}/*`;
-    if (this.routes.some((r) => r.native.path === path || r.native.sockjs?.prefix === prefix)) {
-      throw new SwitchboardError('ERR_INVALID_OPTION', `a WebSocket route on ${path} exists already`);
-    }
-    const native = nativeRoute(path, behavior, typeof behavior.upgrade === 'function');
-    native.sockjs = sockjs;
-    this.routes.push({ native, behavior: behavior as unknown as WebSocketBehavior<never> });
-    return this;
+    // A service's route is always `<prefix>/*`: a taken prefix is a taken path.
+    return this.addWebSocketRoute(`${prefix}/*`, behavior, sockjs);
   }
 
   /**

@@ -152,24 +152,14 @@ export class Server extends Operations {
 
   /** Register a WebSocket route on the main thread (with `workers: 0`). */
   ws<UserData = unknown>(path: string, behavior: WebSocketBehavior<UserData>): this {
-    if (this.workerCount > 0) {
-      throw new SwitchboardError(
-        'ERR_INVALID_OPTION',
-        'inline routes run on the main thread: use `workers: 0`, or register routes in the app module',
-      );
-    }
+    this.inlineOnly('WebSocket routes');
     this.local.ws(path, behavior);
     return this;
   }
 
   /** Register a SockJS service on the main thread (with `workers: 0`): see `App.sockjs`. */
   sockjs<UserData = unknown>(prefix: string, behavior: SockJsBehavior<UserData>): this {
-    if (this.workerCount > 0) {
-      throw new SwitchboardError(
-        'ERR_INVALID_OPTION',
-        'inline routes run on the main thread: use `workers: 0`, or register routes in the app module',
-      );
-    }
+    this.inlineOnly('SockJS services');
     this.local.sockjs(prefix, behavior);
     return this;
   }

@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use switchboard_proto::sockjs;
+use switchboard_proto::ws::close::is_valid_close_code;
 
 use super::{Machine, Phase};
 use crate::connection::ConnectionKind;
@@ -88,7 +89,7 @@ impl Machine {
                 sockjs::Framing::WebSocket.write_close(out, code, reason)
             });
             self.push_frame(frame);
-            if !is_sendable_close_code(code) {
+            if !is_valid_close_code(code) {
                 // The close event reports the session's code.
                 self.settle(code, reason);
                 self.close_websocket(1000, "", now);
@@ -147,9 +148,4 @@ impl Machine {
             }
         }
     }
-}
-
-/// Whether a WebSocket close frame may carry `code` (RFC 6455 §7.4.1-2).
-fn is_sendable_close_code(code: u16) -> bool {
-    matches!(code, 1000..=1003 | 1007..=1011 | 3000..=4999)
 }
