@@ -5,14 +5,10 @@
 // Content-Security-Policy and `X-Content-Type-Options: nosniff`.
 // tests/browser/chat.test.mjs runs the page itself under that policy.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { MAX_NAME, MAX_NAME_INPUT, normalizeName } from '../../examples/chat/public/names.mjs';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { startExample } from '../helpers/examples.mjs';
 
 describe('names.mjs', () => {
   test('invisible characters are removed, compatibility forms folded, white space collapsed', () => {
@@ -72,24 +68,15 @@ describe('names.mjs', () => {
 
 describe('the chat server', () => {
   let server;
-  let output = '';
   let base;
 
   before(async () => {
-    server = spawn(process.execPath, ['examples/chat/server.mjs'], {
-      cwd: root,
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', WORKERS: '2' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const example = await startExample('examples/chat/server.mjs', {
+      env: { PORT: '0', HOST: '127.0.0.1', WORKERS: '2' },
+      ready: /open (http:\/\/\S+?)\/?(\s|$)/,
     });
-    server.stdout.setEncoding('utf8').on('data', (c) => (output += c));
-    server.stderr.setEncoding('utf8').on('data', (c) => (output += c));
-    const deadline = Date.now() + 20_000;
-    while (!/open (http:\/\/\S+?)\/?(\s|$)/.test(output)) {
-      if (server.exitCode !== null) throw new Error(`the chat server exited with ${server.exitCode}\n${output}`);
-      if (Date.now() > deadline) throw new Error(`the chat server did not start in 20 s\n${output}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    base = /open (http:\/\/\S+?)\/?(\s|$)/.exec(output)[1];
+    server = example.child;
+    base = example.match[1];
   });
 
   after(async () => {

@@ -4,42 +4,33 @@
 // REST API with its validation, login with a session and a signed cookie,
 // an upload, the server-sent events feed; SIGTERM stops it cleanly.
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { certificateFactory } from '../helpers/certs.mjs';
+import { startExample } from '../helpers/examples.mjs';
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const certs = certificateFactory();
 const ca = certs.makeCa('example-ca');
 const leaf = certs.issue(ca, 'localhost');
 
+let example;
 let server;
-let output = '';
 let base;
 let secure;
 
 before(async () => {
-  server = spawn(process.execPath, ['examples/http/server.mjs'], {
-    cwd: root,
-    env: { ...process.env, PORT: '0', TLS_PORT: '0', TLS_CERT: leaf.certPath, TLS_KEY: leaf.keyPath },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  example = await startExample('examples/http/server.mjs', {
+    env: { PORT: '0', TLS_PORT: '0', TLS_CERT: leaf.certPath, TLS_KEY: leaf.keyPath },
+    ready: /https:\/\/\S+\//,
   });
-  server.stdout.setEncoding('utf8').on('data', (chunk) => (output += chunk));
-  server.stderr.setEncoding('utf8').on('data', (chunk) => (output += chunk));
-  const deadline = Date.now() + 20_000;
-  while (!/https:\/\/\S+\//.test(output)) {
-    if (server.exitCode !== null) throw new Error(`the example exited with ${server.exitCode}: ${output}`);
-    if (Date.now() > deadline) throw new Error(`the example did not start in 20 s: ${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  base = /(http:\/\/\S+)\//.exec(output)[1];
-  secure = /(https:\/\/\S+)\//.exec(output)[1];
+  server = example.child;
+  base = /(http:\/\/\S+)\//.exec(example.output())[1];
+  secure = /(https:\/\/\S+)\//.exec(example.output())[1];
 });
 
 after(async () => {
@@ -169,5 +160,5 @@ test('the feed streams server-sent events: ticks, and each new note', async () =
 test('SIGTERM stops the example cleanly', async () => {
   server.kill('SIGTERM');
   const [code] = await once(server, 'exit');
-  assert.equal(code, 0, output);
+  assert.equal(code, 0, example.output());
 });

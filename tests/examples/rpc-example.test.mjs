@@ -16,6 +16,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { launchChromium } from '../helpers/chromium.mjs';
+import { startExample } from '../helpers/examples.mjs';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -29,29 +30,23 @@ const tmpdir = mkdtempSync(path.join(os.tmpdir(), 'sb-rpc-example-'));
 const childEnv = { ...process.env, TMPDIR: tmpdir };
 delete childEnv.TLS_DIR;
 
+let example;
 let server;
-let output = '';
 let urls;
 
 function serverLog() {
-  return `\n--- server output ---\n${output.trim()}\n---------------------`;
+  return example?.log() ?? '';
 }
 
 before(async () => {
-  server = spawn(process.execPath, ['examples/rpc/server.mjs'], {
-    cwd: root,
+  example = await startExample('examples/rpc/server.mjs', {
     // A fast clock, so that clients see a tick of the feed soon.
     env: { ...childEnv, PORT: '0', SOCKET: socket, WORKERS: '2', TICK_MS: '100' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    inheritEnv: false,
+    ready: /http:\/\/\S+\//,
   });
-  server.stdout.setEncoding('utf8').on('data', (chunk) => (output += chunk));
-  server.stderr.setEncoding('utf8').on('data', (chunk) => (output += chunk));
-  const deadline = Date.now() + 20_000;
-  while (!/http:\/\/\S+\//.test(output)) {
-    if (server.exitCode !== null) throw new Error(`the example server exited with ${server.exitCode}${serverLog()}`);
-    if (Date.now() > deadline) throw new Error(`the example server did not start in 20 s${serverLog()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  server = example.child;
+  const output = example.output();
   urls = {
     tcp: /(tcp:\/\/\S+)/.exec(output)[1],
     tls: /(tls:\/\/\S+)/.exec(output)?.[1],
@@ -201,6 +196,6 @@ test('SIGINT closes the server: exit 0, the socket file removed', async () => {
   server.kill('SIGINT');
   const [code] = await exited;
   assert.equal(code, 0, serverLog());
-  assert.match(output, /SIGINT: closing/);
+  assert.match(example.output(), /SIGINT: closing/);
   assert.equal(existsSync(socket), false);
 });

@@ -11,15 +11,11 @@
 import test, { describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { startServer, connect, nextMessage, upgradeStatus, upgradeRequest } from '../../helpers/index.mjs';
+import { startExample } from '../../helpers/examples.mjs';
 import { Server } from 'switchboard';
 import { HttpConnection } from '../http/support.mjs';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 const NO_CACHE = 'no-store, no-cache, no-transform, must-revalidate, max-age=0';
 const GREETING = 'Welcome to SockJS!\n';
@@ -505,25 +501,14 @@ test('registration refuses prefixes with a trailing slash or without a leading o
 });
 
 describe('the example server (examples/sockjs/server.mjs)', () => {
+  let example;
   let child;
-  let output = '';
   let port;
 
   before(async () => {
-    child = spawn(process.execPath, ['examples/sockjs/server.mjs'], {
-      cwd: root,
-      env: { ...process.env, PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout.setEncoding('utf8').on('data', (chunk) => (output += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk) => (output += chunk));
-    const deadline = Date.now() + 20_000;
-    while (!/^LISTENING \d+$/m.test(output)) {
-      if (child.exitCode !== null) throw new Error(`the example exited with ${child.exitCode}: ${output}`);
-      if (Date.now() > deadline) throw new Error(`the example did not print LISTENING in 20 s: ${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    port = Number(/^LISTENING (\d+)$/m.exec(output)[1]);
+    example = await startExample('examples/sockjs/server.mjs', { env: { PORT: '0' }, ready: /^LISTENING (\d+)$/m });
+    child = example.child;
+    port = Number(example.match[1]);
   });
 
   after(async () => {
@@ -589,6 +574,6 @@ describe('the example server (examples/sockjs/server.mjs)', () => {
   test('SIGTERM stops it cleanly', async () => {
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');
-    assert.equal(code, 0, output);
+    assert.equal(code, 0, example.output());
   });
 });
