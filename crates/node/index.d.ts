@@ -331,6 +331,8 @@ export interface SockJsOptions {
   heartbeatMs?: number
   sockjsUrl?: string
   cookieNeeded?: boolean
+  disconnectDelayMs?: number
+  responseLimit?: number
 }
 
 /** A directory served natively (`app.static(prefix, options)`). */

@@ -12,10 +12,8 @@
 //   SOCKJS_URL=http://127.0.0.1:8081 python sockjs-protocol.py   (in a checkout of sockjs-protocol)
 //
 // Any SockJS client works too: `new SockJS('http://127.0.0.1:8081/echo')`
-// with sockjs-client 1.x. This phase serves the greeting, /info, the iframe
-// page, the raw /websocket endpoint and the websocket transport; the suite's
-// tests of the HTTP transports (xhr, eventsource, htmlfile, jsonp) wait for
-// later ones.
+// with sockjs-client 1.x, over every transport (websocket, xhr-streaming,
+// xhr-polling, eventsource, htmlfile, jsonp-polling).
 //
 // Environment: PORT (default 8081, the suite's default; 0 = any free port).
 // Prints `LISTENING <port>` once ready; SIGINT or SIGTERM closes gracefully.
@@ -23,9 +21,15 @@ import { Server } from 'switchboard';
 
 const port = process.env.PORT === undefined ? 8081 : Number(process.env.PORT);
 
-/** Every message comes back as it was sent (one SockJS message is one call). */
+/**
+ * Every message comes back as it was sent (one SockJS message is one call).
+ * A streaming response ends once 4,096 bytes of frames went through it, as
+ * the suite's streaming tests expect (sockjs-node's test server sets the
+ * same `response_limit`).
+ */
 const echo = {
   message: (ws, data) => ws.send(data.toString('utf8')),
+  responseLimit: 4096,
 };
 
 // Handlers run on the main thread (`workers: 0`): routes are registered inline.
@@ -34,14 +38,10 @@ server.get('/', {
   body: 'Switchboard SockJS test server: /echo, /close, /disabled_websocket_echo, /cookie_needed_echo\n',
   contentType: 'text/plain; charset=utf-8',
 });
-// When the HTTP streaming transports (xhr_streaming, eventsource, htmlfile)
-// arrive, the suite expects this server to end a streaming response once
-// 4,096 bytes went through it (sockjs-node's test server sets
-// `response_limit: 4096`; the suite's streaming tests count on it): set
-// that option on these services then.
 server.sockjs('/echo', echo);
 server.sockjs('/close', {
   open: (ws) => ws.end(3000, 'Go away!'),
+  responseLimit: 4096,
 });
 server.sockjs('/disabled_websocket_echo', { ...echo, websocket: false });
 server.sockjs('/cookie_needed_echo', { ...echo, cookieNeeded: true });

@@ -56,6 +56,8 @@ pub struct SockJsOptions {
     pub heartbeat_ms: Option<u32>,
     pub sockjs_url: Option<String>,
     pub cookie_needed: Option<bool>,
+    pub disconnect_delay_ms: Option<u32>,
+    pub response_limit: Option<u32>,
 }
 
 /// A fixed response to `GET path`.
@@ -485,6 +487,12 @@ fn sockjs(options: SockJsOptions) -> Result<SockJsConfig> {
     }
     if let Some(v) = options.cookie_needed {
         config.cookie_needed = v;
+    }
+    if let Some(v) = options.disconnect_delay_ms {
+        config.disconnect_delay = ms(v);
+    }
+    if let Some(v) = options.response_limit {
+        config.response_limit = v as usize;
     }
     Ok(config)
 }

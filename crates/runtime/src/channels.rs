@@ -80,6 +80,11 @@ impl<'a> Framings<'a> {
                 Some(frame) => frame,
                 None => return SendStatus::Dropped,
             },
+            // The same encoded frame without its WebSocket header.
+            ConnectionKind::SockJsHttp => match self.sockjs() {
+                Some(frame) => &framing::websocket_payload(frame),
+                None => return SendStatus::Dropped,
+            },
             // An HTTP connection takes responses only (a channel's messages
             // would break its framing).
             ConnectionKind::Http => return SendStatus::Closed,

@@ -83,6 +83,15 @@ pub struct SockJsConfig {
     /// `/info`'s `cookie_needed`: the client then sends cookies (load
     /// balancers that stick sessions by `JSESSIONID`). Default false.
     pub cookie_needed: bool,
+    /// How long a session on the HTTP transports outlives its last
+    /// receiving request: the client's next poll (or next streaming
+    /// request) must come within it, and what is sent meanwhile waits.
+    /// Default 5 s, as the protocol's reference server.
+    pub disconnect_delay: Duration,
+    /// Bytes of frames after which a streaming response (xhr_streaming,
+    /// eventsource, htmlfile) ends and the client opens the next one, so
+    /// a browser frees what it received. Default 128 KiB.
+    pub response_limit: usize,
 }
 
 impl SockJsConfig {
@@ -94,6 +103,8 @@ impl SockJsConfig {
             heartbeat: switchboard_proto::sockjs::DEFAULT_HEARTBEAT_DELAY,
             sockjs_url: switchboard_proto::sockjs::DEFAULT_SOCKJS_URL.to_owned(),
             cookie_needed: false,
+            disconnect_delay: switchboard_proto::sockjs::DEFAULT_DISCONNECT_DELAY,
+            response_limit: switchboard_proto::sockjs::DEFAULT_RESPONSE_LIMIT,
         }
     }
 }

@@ -38,6 +38,12 @@ pub enum ConnectionKind {
     /// client's text messages are JSON arrays of messages
     /// (`switchboard_proto::sockjs`).
     SockJsWebSocket,
+    /// A SockJS session on the HTTP transports (xhr, xhr_streaming,
+    /// eventsource, htmlfile, jsonp; `sockjs/`): it has no socket of its
+    /// own. Each item queued is one encoded frame (`a["..."]`, the same
+    /// bytes the WebSocket transport sends inside its WebSocket header),
+    /// which the session's receiver of the moment wraps for its transport.
+    SockJsHttp,
 }
 
 impl ConnectionKind {
@@ -48,7 +54,7 @@ impl ConnectionKind {
 
     /// Whether its bytes are WebSocket frames.
     pub fn is_websocket(self) -> bool {
-        !matches!(self, Self::RpcStream | Self::Http)
+        !matches!(self, Self::RpcStream | Self::Http | Self::SockJsHttp)
     }
 }
 
@@ -90,12 +96,16 @@ impl Connection {
     /// Queue a frame shared with other recipients: small ones are copied
     /// into the connection's coalescing buffer, larger ones shared.
     pub fn enqueue_frame(self: &Arc<Self>, framed: &Bytes) -> SendStatus {
-        let (status, wake) = if framed.len() <= COPY_FRAMES_UP_TO {
-            self.outbound.push_frame_copy(framed)
-        } else {
-            self.outbound
-                .push(OutItem::Frame(framed.clone()), framed.len())
-        };
+        // A SockJS session's receiver takes its frames one by one (a poll
+        // answers the messages queued so far as one frame): never copied
+        // into a run of bytes.
+        let (status, wake) =
+            if framed.len() <= COPY_FRAMES_UP_TO && self.kind != ConnectionKind::SockJsHttp {
+                self.outbound.push_frame_copy(framed)
+            } else {
+                self.outbound
+                    .push(OutItem::Frame(framed.clone()), framed.len())
+            };
         self.woken(wake);
         status
     }
@@ -116,6 +126,12 @@ impl Connection {
             ConnectionKind::SockJsWebSocket => {
                 return match crate::framing::sockjs_message(&[], payload, binary) {
                     Some(frame) => self.enqueue_frame(&frame),
+                    None => SendStatus::Dropped,
+                };
+            }
+            ConnectionKind::SockJsHttp => {
+                return match crate::framing::sockjs_message(&[], payload, binary) {
+                    Some(frame) => self.enqueue_frame(&crate::framing::websocket_payload(&frame)),
                     None => SendStatus::Dropped,
                 };
             }
@@ -143,7 +159,9 @@ impl Connection {
             // Protocol frames, already framed by the worker's peer.
             ConnectionKind::RpcStream => &header[..0],
             // Framed from a copy: the message is quoted into the frame.
-            ConnectionKind::WebSocketDeflate | ConnectionKind::SockJsWebSocket => return None,
+            ConnectionKind::WebSocketDeflate
+            | ConnectionKind::SockJsWebSocket
+            | ConnectionKind::SockJsHttp => return None,
             ConnectionKind::Http => return Some(SendStatus::Closed),
         };
         let (status, wake) = self.outbound.send_direct(head, payload, &self.stats)?;

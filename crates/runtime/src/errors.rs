@@ -173,6 +173,38 @@ pub const SOCKJS_BROKEN_FRAMING: Failure = Failure::new(
     "",
     "A message on a SockJS session's WebSocket that is not a JSON array of strings (or one JSON string): the session closes, as the protocol's reference server closes it (3000).",
 );
+// A SockJS session's HTTP transports. The texts after the codes are the
+// protocol's own (its test suite looks for them in the bodies).
+pub const SOCKJS_PAYLOAD_EXPECTED: Failure = Failure::new(
+    "ERR_SOCKJS_PAYLOAD_EXPECTED",
+    500,
+    "Payload expected.",
+    "An `xhr_send` or `jsonp_send` with an empty body (or a form without its `d` field): 500, the session goes on.",
+);
+pub const SOCKJS_BROKEN_JSON: Failure = Failure::new(
+    "ERR_SOCKJS_BROKEN_JSON",
+    500,
+    "Broken JSON encoding.",
+    "An `xhr_send` or `jsonp_send` whose payload is not a JSON array of strings: 500, none of its messages is delivered, the session goes on.",
+);
+pub const SOCKJS_CALLBACK_REQUIRED: Failure = Failure::new(
+    "ERR_SOCKJS_CALLBACK_REQUIRED",
+    500,
+    "\"callback\" parameter required",
+    "An `htmlfile` or `jsonp` request without its `c` (callback) query parameter.",
+);
+pub const SOCKJS_CALLBACK_INVALID: Failure = Failure::new(
+    "ERR_SOCKJS_CALLBACK_INVALID",
+    500,
+    "invalid \"callback\" parameter",
+    "An `htmlfile` or `jsonp` callback name with a character outside `[a-zA-Z0-9_.-]`, or longer than 32 bytes.",
+);
+pub const SOCKJS_MESSAGE_TOO_BIG: Failure = Failure::new(
+    "ERR_SOCKJS_MESSAGE_TOO_BIG",
+    1009,
+    "Message too big",
+    "A send to a SockJS session over the route's `maxPayloadLength`: the request gets 413, and the session closes with `c[1009,\"Message too big\"]` (its `close` event reports 1009).",
+);
 
 /// Every failure above, for the catalogue.
 pub const ALL: &[Failure] = &[
@@ -197,6 +229,11 @@ pub const ALL: &[Failure] = &[
     PROTOCOL_FILE_SIZE,
     PROTOCOL_TEXT_MESSAGE,
     SOCKJS_BROKEN_FRAMING,
+    SOCKJS_PAYLOAD_EXPECTED,
+    SOCKJS_BROKEN_JSON,
+    SOCKJS_CALLBACK_REQUIRED,
+    SOCKJS_CALLBACK_INVALID,
+    SOCKJS_MESSAGE_TOO_BIG,
 ];
 
 /// Close codes are in the WebSocket range; the rest are HTTP statuses.

@@ -85,6 +85,18 @@ pub fn sockjs_message(prefix: &[u8], payload: &[u8], binary: bool) -> Option<Byt
     Some(build(OpCode::Text, false, &[], &frame))
 }
 
+/// The payload of a frame built here (unmasked, its length in the header):
+/// the same bytes, shared. A SockJS session on the HTTP transports takes
+/// the encoded frame the WebSocket transport sends, without its header.
+pub fn websocket_payload(frame: &Bytes) -> Bytes {
+    let header = match frame.get(1).map(|b| b & 0x7F) {
+        Some(126) => 4,
+        Some(127) => 10,
+        _ => 2,
+    };
+    frame.slice(header.min(frame.len())..)
+}
+
 /// A SockJS control frame (`o`, `h`, `c[...]`, written by `write`) in one
 /// WebSocket text message.
 pub fn sockjs_frame(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {

@@ -34,6 +34,7 @@ pub mod outbound;
 mod reactor;
 pub mod server;
 mod session;
+mod sockjs;
 pub mod state;
 pub mod stats;
 mod stream;

@@ -18,6 +18,7 @@ use crate::http::file_cache::FileCache;
 use crate::http::metrics::HttpMetrics;
 use crate::http::routes::{InvalidRoute, Routes};
 use crate::outbound::SendStatus;
+use crate::sockjs::SockJsSessions;
 use crate::stats::{self, Stats, StatsSnapshot, WorkerSnapshot, WorkerStats};
 
 /// What JavaScript's `upgrade` hook decided.
@@ -73,6 +74,8 @@ pub struct ServerState {
     pub registry: RwLock<switchboard_pubsub::Registry>,
     /// Upgrades waiting for JavaScript's hook, by connection id.
     pub pending_upgrades: Mutex<HashMap<u64, PendingUpgrade>>,
+    /// SockJS sessions on the HTTP transports (`sockjs/`).
+    pub(crate) sockjs: SockJsSessions,
     pub stats: Arc<Stats>,
     /// HTTP responses by route and status, and their latency.
     pub http_metrics: HttpMetrics,
@@ -108,6 +111,7 @@ impl ServerState {
             connections: RwLock::new(FxHashMap::default()),
             registry: RwLock::new(switchboard_pubsub::Registry::new()),
             pending_upgrades: Mutex::new(HashMap::new()),
+            sockjs: SockJsSessions::new(),
             stats: Arc::new(Stats::default()),
             admitted: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),

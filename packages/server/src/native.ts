@@ -39,6 +39,8 @@ export interface NativeSockJsOptions {
   heartbeatMs?: number;
   sockjsUrl?: string;
   cookieNeeded?: boolean;
+  disconnectDelayMs?: number;
+  responseLimit?: number;
 }
 
 export interface NativeTlsOptions {

@@ -62,8 +62,20 @@ export interface SockJsOptions {
   heartbeatDelay?: number;
   /** The sockjs-client script the iframe page loads (old browsers' iframe-based transports). Default the jsdelivr copy of sockjs-client 1. */
   sockjsUrl?: string;
-  /** `/info`'s `cookie_needed`: clients then send cookies (a load balancer's `JSESSIONID` stickiness). Default false. */
+  /** `/info`'s `cookie_needed`: clients then send cookies (a load balancer's `JSESSIONID` stickiness), and every session URL sets `JSESSIONID`. Default false. */
   cookieNeeded?: boolean;
+  /**
+   * Milliseconds a session on the HTTP transports outlives its last
+   * receiving request: the client's next poll must come within it, and
+   * what is sent meanwhile waits (up to `maxBackpressure`). Default 5000.
+   */
+  disconnectDelay?: number;
+  /**
+   * Bytes of frames after which a streaming response (xhr_streaming,
+   * eventsource, htmlfile) ends and the client opens the next one, so the
+   * browser can free what it received. Default 131072 (128 KiB).
+   */
+  responseLimit?: number;
 }
 
 /** The native options of the SockJS service on `prefix`. */
@@ -87,6 +99,20 @@ export function nativeSockJs(prefix: string, options: SockJsOptions): NativeSock
     sockjs.sockjsUrl = options.sockjsUrl;
   }
   if (options.cookieNeeded !== undefined) sockjs.cookieNeeded = Boolean(options.cookieNeeded);
+  const delay = options.disconnectDelay;
+  if (delay !== undefined) {
+    if (!Number.isInteger(delay) || delay < 1 || delay > 0xffff_ffff) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `disconnectDelay must be a whole number of milliseconds from 1, got ${String(delay)}`);
+    }
+    sockjs.disconnectDelayMs = delay;
+  }
+  const limit = options.responseLimit;
+  if (limit !== undefined) {
+    if (!Number.isInteger(limit) || limit < 1 || limit > 0xffff_ffff) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `responseLimit must be a whole number of bytes from 1, got ${String(limit)}`);
+    }
+    sockjs.responseLimit = limit;
+  }
   return sockjs;
 }
 

@@ -104,6 +104,25 @@ impl Framing {
         }
     }
 
+    /// The `Content-Type` of a receiving response of this transport
+    /// (`verify_content_type` of each transport's `test_transport`).
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            Framing::WebSocket
+            | Framing::XhrPolling
+            | Framing::XhrStreaming
+            | Framing::Jsonp(_) => super::rules::CONTENT_TYPE_JAVASCRIPT,
+            Framing::EventSource => super::rules::CONTENT_TYPE_EVENT_STREAM,
+            Framing::HtmlFile(_) => super::rules::CONTENT_TYPE_HTML,
+        }
+    }
+
+    /// Whether a response of this transport carries one frame (a poll) or
+    /// many, up to the response limit.
+    pub fn is_polling(&self) -> bool {
+        matches!(self, Framing::XhrPolling | Framing::Jsonp(_))
+    }
+
     /// Appends what the response starts with before any frame (nothing for
     /// websocket, xhr and jsonp).
     pub fn write_prelude(&self, out: &mut Vec<u8>) {
@@ -169,6 +188,22 @@ impl Framing {
             quote_into(sink, reason);
             sink.put("]");
         });
+    }
+
+    /// Appends a frame that is already encoded (`o`, `h`, `a[...]`,
+    /// `c[...]`, as the WebSocket transport sends it) in this transport's
+    /// wrapping, escaped as the wrapping requires. A publish is encoded
+    /// once and every HTTP receiver wraps the same bytes.
+    ///
+    /// ```
+    /// use switchboard_proto::sockjs::Framing;
+    ///
+    /// let mut out = Vec::new();
+    /// Framing::EventSource.write_encoded(&mut out, "a[\"100%\"]");
+    /// assert_eq!(out, b"data: a[\"100%25\"]\r\n\r\n");
+    /// ```
+    pub fn write_encoded(&self, out: &mut Vec<u8>, frame: &str) {
+        self.write_frame(out, &mut |sink| sink.put(frame));
     }
 
     /// Writes the transport's wrapping around the frame `body` writes.

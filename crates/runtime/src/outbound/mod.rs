@@ -179,6 +179,12 @@ impl Outbound {
         status
     }
 
+    /// Where this queue's wake-ups go (a SockJS session's receiver takes
+    /// the session's wake-ups there while it is attached).
+    pub fn wake_target(&self) -> WakeTarget {
+        self.waker.clone()
+    }
+
     /// Wake the connection's I/O thread to write what is queued.
     pub fn wake(&self) {
         self.waker.wake();

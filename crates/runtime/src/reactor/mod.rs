@@ -208,6 +208,7 @@ impl Reactor {
                 self.on_command(command);
             }
             self.fire_timers();
+            self.server.sockjs.sweep(&self.server, Instant::now());
             for key in std::mem::take(&mut self.again) {
                 self.with_entry(key, None, |entry, cx| entry.service(key, true, cx));
             }
@@ -218,7 +219,19 @@ impl Reactor {
             crate::events::wake_deferred();
             let now = Instant::now();
             let timeout = if self.again.is_empty() {
-                self.timers.timeout(now)
+                // SockJS sessions expire on whichever I/O thread is awake
+                // then (`sockjs/mod.rs`).
+                let sweep = self.server.sockjs.next_sweep().map(|at| {
+                    Duration::from_millis(
+                        at.saturating_duration_since(now)
+                            .as_nanos()
+                            .div_ceil(1_000_000) as u64,
+                    )
+                });
+                match (self.timers.timeout(now), sweep) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
             } else {
                 Some(Duration::ZERO)
             };
@@ -304,6 +317,8 @@ impl Reactor {
             }
             Command::Shutdown => {
                 self.stopping = true;
+                // Sessions without a receiver have no entry to close them.
+                self.server.sockjs.shut_down(&self.server);
                 // Closing the listening sockets stops accepting.
                 self.listeners.clear();
                 let keys: Vec<usize> = self.entries.iter().map(|(key, _)| key).collect();

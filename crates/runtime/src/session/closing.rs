@@ -137,8 +137,9 @@ impl Machine {
             | ConnectionKind::SockJsWebSocket => {
                 self.send_close(1001, "server shutting down", now);
             }
-            // The HTTP reader handles its own (`session/http.rs`).
-            ConnectionKind::Http => {}
+            // The HTTP reader handles its own (`session/http.rs`); a SockJS
+            // session over HTTP has no session of this kind (`sockjs/`).
+            ConnectionKind::Http | ConnectionKind::SockJsHttp => {}
             ConnectionKind::RpcStream | ConnectionKind::RpcWebSocket => {
                 self.push_go_away(errors::GOING_AWAY.code, "server shutting down");
                 self.phase = Phase::Draining {

@@ -129,6 +129,9 @@ impl Session {
             ConnectionKind::RpcStream => {
                 Reader::RpcStream(Box::new(RpcReader::new(max_frame_size)))
             }
+            ConnectionKind::SockJsHttp => {
+                unreachable!("a SockJS session over HTTP lives in `sockjs/`, not on a socket")
+            }
             ConnectionKind::Http => Reader::Http(Box::new(HttpReader::new(
                 config,
                 accepted.remote.clone(),

@@ -332,7 +332,13 @@ pub(super) fn frame(
             None,
             date,
             headers,
-            ResponseBody::Length(length as u64),
+            // RFC 9110 §8.6: no `Content-Length` on a 204 (nor on a 304,
+            // where it would have to be the full response's).
+            if status == 204 || status == 304 {
+                ResponseBody::None
+            } else {
+                ResponseBody::Length(length as u64)
+            },
             keep_alive,
             version,
         )

@@ -40,6 +40,8 @@ mod request;
 mod sending;
 mod serve;
 mod sockjs;
+mod sockjs_receive;
+mod sockjs_send;
 #[cfg(test)]
 mod tests;
 
@@ -52,6 +54,10 @@ use crate::tls::TlsInfo;
 /// The interim response that lets a client waiting on
 /// `Expect: 100-continue` send its body (RFC 9110 §10.1.1).
 pub(super) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// Input kept while a SockJS receiver is attached (a client that sends the
+/// next request before the response ends); past it, reading pauses.
+const RECEIVER_PENDING_MAX: usize = 64 * 1024;
 
 pub(crate) struct HttpReader {
     parser: HeadParser,
@@ -112,12 +118,17 @@ struct Core {
     /// A handler's file order taken with the progress, answered in
     /// `on_outbound`.
     file_order: Option<Box<FileOrder>>,
+    /// A SockJS session's receiving request in progress
+    /// (`sockjs_receive.rs`); while there is one, nothing more is read.
+    receiver: Option<Box<sockjs_receive::Receiver>>,
 }
 
 enum ReadState {
     Head,
     /// The body of the last request handed to JavaScript.
     Body(BodyDecoder),
+    /// The body of a send to a SockJS session (`sockjs_send.rs`).
+    SockJsSend(Box<sockjs_send::Send>),
     /// A response of ours waits for JavaScript's responses before it.
     Held {
         response: Vec<u8>,
@@ -160,6 +171,7 @@ impl HttpReader {
                 gathered: Vec::new(),
                 sending: VecDeque::new(),
                 file_order: None,
+                receiver: None,
             },
         }
     }
@@ -174,8 +186,15 @@ impl HttpReader {
         if !self.core.sending.is_empty() {
             return false;
         }
+        if self.core.receiver.is_some() {
+            // Read on, keeping what comes for later, only to see the client
+            // go away: an aborted receiver interrupts its session. What a
+            // client may send meanwhile is bounded.
+            return self.pending.len() < RECEIVER_PENDING_MAX;
+        }
         match self.core.state {
             ReadState::Held { .. } | ReadState::Done => false,
+            ReadState::SockJsSend(_) => true,
             ReadState::Body(_) => !self.core.body_window_full(machine),
             ReadState::Head => {
                 !self.core.closing_when_idle
@@ -221,8 +240,11 @@ impl HttpReader {
         let mut at = 0;
         loop {
             let core = &mut self.core;
-            if !core.sending.is_empty() && !matches!(core.state, ReadState::Done) {
-                // A file is being sent: what follows waits.
+            if (!core.sending.is_empty() || core.receiver.is_some())
+                && !matches!(core.state, ReadState::Done)
+            {
+                // A file is being sent, or a SockJS receiver is attached:
+                // what follows waits.
                 return at;
             }
             if matches!(core.state, ReadState::Body(_)) {
@@ -241,6 +263,16 @@ impl HttpReader {
             match &mut core.state {
                 ReadState::Done => return input.len(),
                 ReadState::Held { .. } => return at,
+                ReadState::SockJsSend(_) => {
+                    if at == input.len() {
+                        return at;
+                    }
+                    let used = core.sockjs_send_bytes(machine, &input[at..], now);
+                    at += used;
+                    if used == 0 && matches!(self.core.state, ReadState::SockJsSend(_)) {
+                        return at;
+                    }
+                }
                 ReadState::Body(decoder) => {
                     let chunk = match decoder.decode(&input[at..]) {
                         Ok(chunk) => chunk,
@@ -304,10 +336,14 @@ impl HttpReader {
         // in flight (and `in_flight` as last read never undercounts).
         let waiting = core.continue_owed.is_some()
             || !core.sending.is_empty()
+            || core.receiver.is_some()
             || core.file_order.is_some()
             || match core.state {
                 ReadState::Held { .. } => true,
-                ReadState::Head | ReadState::Done | ReadState::Body(_) => core.in_flight() > 0,
+                ReadState::Head
+                | ReadState::Done
+                | ReadState::Body(_)
+                | ReadState::SockJsSend(_) => core.in_flight() > 0,
             };
         if !waiting {
             return false;
@@ -346,12 +382,16 @@ impl HttpReader {
             core.respond(machine, response, close, now);
         }
         core.pump(machine, now);
-        let sending = !core.sending.is_empty();
+        core.pump_receiver(machine, now);
+        let sending = !core.sending.is_empty() || core.receiver.is_some();
         if core.closing_when_idle && core.in_flight() == 0 && !sending {
             core.close_now(machine);
             return false;
         }
-        if matches!(core.state, ReadState::Head | ReadState::Body(_)) && !self.pending.is_empty() {
+        if matches!(core.state, ReadState::Head | ReadState::Body(_))
+            && core.receiver.is_none()
+            && !self.pending.is_empty()
+        {
             self.resume(machine, now);
         }
         self.core.await_if_blocked(machine);
@@ -368,6 +408,7 @@ impl HttpReader {
     pub(super) fn is_idle(&self) -> bool {
         matches!(self.core.state, ReadState::Head | ReadState::Done)
             && self.core.sending.is_empty()
+            && self.core.receiver.is_none()
             && self.core.head_started.is_none()
             && self.core.in_flight() == 0
     }
@@ -378,7 +419,10 @@ impl HttpReader {
         let core = &mut self.core;
         core.closing_when_idle = true;
         core.refresh(machine, true);
-        if matches!(core.state, ReadState::Head) && core.in_flight() == 0 && core.sending.is_empty()
+        if matches!(core.state, ReadState::Head)
+            && core.in_flight() == 0
+            && core.sending.is_empty()
+            && core.receiver.is_none()
         {
             core.close_now(machine);
         }
@@ -391,8 +435,13 @@ impl HttpReader {
         if let Some(send) = core.sending.front() {
             return send.deadline(http.body_timeout);
         }
+        if let Some(receiver) = &core.receiver {
+            return Some(receiver.deadline());
+        }
         match core.state {
-            ReadState::Body(_) => Some(machine.liveness.last_received + http.body_timeout),
+            ReadState::Body(_) | ReadState::SockJsSend(_) => {
+                Some(machine.liveness.last_received + http.body_timeout)
+            }
             ReadState::Head => match core.head_started {
                 Some(started) => Some(started + http.header_timeout),
                 None => Some(core.idle_since + http.keep_alive_timeout),
@@ -413,7 +462,16 @@ impl HttpReader {
             core.send_stalled(machine, now, body_timeout);
             return;
         }
+        if core.receiver.is_some() {
+            core.on_receiver_deadline(machine, now);
+            return;
+        }
         match core.state {
+            ReadState::SockJsSend(_) if now >= machine.liveness.last_received + body_timeout => {
+                core.state = ReadState::Done;
+                let failure = errors::HTTP_REQUEST_TIMEOUT;
+                core.refuse(machine, failure.status, &failure.reason(), now);
+            }
             ReadState::Body(_) if now >= machine.liveness.last_received + body_timeout => {
                 let failure = errors::HTTP_REQUEST_TIMEOUT;
                 core.body_failed(machine, failure.status, &failure.reason());
@@ -472,7 +530,7 @@ impl Core {
         let blocked = match self.state {
             ReadState::Body(_) => self.body_window_full(machine),
             ReadState::Head => self.in_flight() >= machine.config().http.max_pipelined as u32,
-            ReadState::Held { .. } | ReadState::Done => false,
+            ReadState::Held { .. } | ReadState::Done | ReadState::SockJsSend(_) => false,
         };
         if blocked && self.sending.is_empty() {
             self.refresh(machine, true);

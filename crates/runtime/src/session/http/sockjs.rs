@@ -5,32 +5,53 @@
 //! method the URL does not take (405, without a body, as the protocol's
 //! suite requires), anything else (404). The WebSocket endpoints are
 //! upgrades (`handshake.rs`); the session transports over plain HTTP are
-//! not served yet (404).
+//! a receiving request (`sockjs_receive.rs`) or a send (`sockjs_send.rs`)
+//! on a session of `crate::sockjs`.
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use switchboard_proto::http1::{BodyKind, HttpDate, Method, RequestHead};
 use switchboard_proto::sockjs::{
-    self, IframePage, Info, Route, Transport, ACCESS_CONTROL_MAX_AGE, CACHE_ONE_YEAR,
-    CONTENT_TYPE_HTML, CONTENT_TYPE_JSON, CONTENT_TYPE_PLAIN, GREETING, NO_CACHE, ONE_YEAR_SECS,
-    WEBSOCKET_UPGRADE_REQUIRED,
+    self, Callback, CallbackError, Framing, IframePage, Info, Route, Transport, TransportRole,
+    ACCESS_CONTROL_MAX_AGE, CACHE_ONE_YEAR, CONTENT_TYPE_HTML, CONTENT_TYPE_JSON,
+    CONTENT_TYPE_PLAIN, GREETING, NO_CACHE, ONE_YEAR_SECS, WEBSOCKET_UPGRADE_REQUIRED,
 };
 
 use super::answers::frame;
 use super::Core;
 use crate::config::SockJsConfig;
+use crate::errors;
 use crate::http::metrics::RowId;
 use crate::session::Machine;
 
 /// What one request gets.
-struct Answer {
-    status: u16,
-    headers: String,
-    body: Vec<u8>,
+pub(super) struct Answer {
+    pub(super) status: u16,
+    pub(super) headers: String,
+    pub(super) body: Vec<u8>,
+}
+
+/// What a request under a service's prefix is.
+enum Decision {
+    /// Answered at once.
+    Answer(Answer),
+    /// A receiving request of session `session` (`sockjs_receive.rs`);
+    /// `headers` are its response's (type, caching, CORS, cookie).
+    Receive {
+        session: String,
+        framing: Framing,
+        headers: String,
+    },
+    /// A send to session `session` (`sockjs_send.rs`).
+    Send {
+        session: String,
+        transport: Transport,
+        headers: String,
+    },
 }
 
 impl Answer {
-    fn new(status: u16) -> Self {
+    pub(super) fn new(status: u16) -> Self {
         Self {
             status,
             headers: String::new(),
@@ -38,7 +59,7 @@ impl Answer {
         }
     }
 
-    fn header(mut self, name: &str, value: &str) -> Self {
+    pub(super) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push_str(name);
         self.headers.push_str(": ");
         self.headers.push_str(value);
@@ -46,7 +67,7 @@ impl Answer {
         self
     }
 
-    fn body(mut self, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+    pub(super) fn body(mut self, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
         self = self.header("Content-Type", content_type);
         self.body = body.into();
         self
@@ -64,6 +85,32 @@ impl Answer {
             }
             None => self.header("Access-Control-Allow-Origin", "*"),
         }
+    }
+
+    /// A preflight's `Access-Control-Allow-Headers`: the headers it asked
+    /// for, echoed (`XhrPolling.test_request_headers_cors`).
+    fn allow_headers(self, head: &RequestHead<'_, '_>) -> Self {
+        match head.header("access-control-request-headers") {
+            Some(asked) if !asked.is_empty() => {
+                let asked = String::from_utf8_lossy(asked).into_owned();
+                self.header("Access-Control-Allow-Headers", &asked)
+            }
+            _ => self,
+        }
+    }
+
+    /// With `cookie_needed`, every session URL sets `JSESSIONID` (the
+    /// client's own value echoed, else `dummy`), for load balancers that
+    /// stick sessions by it (`JsessionidCookie`).
+    fn cookie(self, service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Self {
+        if !service.cookie_needed {
+            return self;
+        }
+        let value = head
+            .header("cookie")
+            .and_then(|cookies| jsessionid(&String::from_utf8_lossy(cookies)))
+            .unwrap_or_else(|| "dummy".to_owned());
+        self.header("Set-Cookie", &format!("JSESSIONID={value}; path=/"))
     }
 
     /// Cached for a year: the iframe page, preflight answers.
@@ -88,12 +135,49 @@ impl Core {
         now: Instant,
     ) {
         let server = machine.server.clone();
-        let answer = match &server.config.routes[route].sockjs {
-            Some(service) => answer(service, head),
-            None => Answer::new(404),
+        let decision = match &server.config.routes[route].sockjs {
+            Some(service) => decide(service, head),
+            None => Decision::Answer(Answer::new(404)),
         };
-        // A request with a body closes the connection: nothing here reads
-        // bodies yet.
+        // Not counted by route (`http/metrics.rs` has no row for them).
+        self.row = RowId::MAX;
+        match decision {
+            Decision::Answer(answer) => self.sockjs_answer(machine, answer, head, keep_alive, now),
+            Decision::Receive {
+                session,
+                framing,
+                headers,
+            } => {
+                let request = super::sockjs_receive::Request {
+                    route,
+                    session: &session,
+                    framing,
+                    headers,
+                    keep_alive,
+                };
+                self.sockjs_receive(machine, request, head, now);
+            }
+            Decision::Send {
+                session,
+                transport,
+                headers,
+            } => self.sockjs_send(
+                machine, route, &session, transport, headers, head, keep_alive, now,
+            ),
+        }
+    }
+
+    /// Answer a request under a service's prefix at once.
+    pub(super) fn sockjs_answer(
+        &mut self,
+        machine: &mut Machine,
+        answer: Answer,
+        head: &RequestHead<'_, '_>,
+        keep_alive: bool,
+        now: Instant,
+    ) {
+        // A request with a body closes the connection: its body is not
+        // read.
         let close = !keep_alive || head.body != BodyKind::Empty;
         let body: &[u8] = if head.method == Method::Head {
             &[]
@@ -108,10 +192,85 @@ impl Core {
             !close,
             head.version,
         );
-        // Not counted by route (`http/metrics.rs` has no row for them).
-        self.row = RowId::MAX;
         self.after_own(close, now);
         self.respond(machine, response, close, now);
+    }
+}
+
+/// The `JSESSIONID` value in a `Cookie` header.
+fn jsessionid(cookies: &str) -> Option<String> {
+    cookies.split(';').find_map(|pair| {
+        let (name, value) = pair.split_once('=')?;
+        (name.trim() == "JSESSIONID").then(|| value.trim().to_owned())
+    })
+}
+
+/// The headers of every answer on a session URL: the transport's content
+/// type, never cached, CORS, the cookie.
+fn session_headers(
+    service: &SockJsConfig,
+    head: &RequestHead<'_, '_>,
+    content_type: &str,
+) -> String {
+    let answer = Answer::new(200)
+        .header("Content-Type", content_type)
+        .header("Cache-Control", NO_CACHE)
+        .cors(head)
+        .cookie(service, head);
+    answer.headers
+}
+
+/// What `head`, on the service's prefix, is.
+fn decide(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Decision {
+    let Some(Route::Session {
+        session_id,
+        transport,
+        ..
+    }) = sockjs::strip_prefix(head.path, &service.prefix).and_then(Route::parse)
+    else {
+        return Decision::Answer(answer(service, head));
+    };
+    let method = match head.method {
+        Method::Head => Method::Get,
+        other => other,
+    };
+    if !transport.allows(method) || method == Method::Options {
+        return Decision::Answer(answer(service, head));
+    }
+    let callback = match transport {
+        Transport::HtmlFile | Transport::JsonpPolling => match Callback::from_query(head.query) {
+            Ok(callback) => Some(callback),
+            Err(error) => {
+                let failure = match error {
+                    CallbackError::Missing => errors::SOCKJS_CALLBACK_REQUIRED,
+                    CallbackError::Invalid => errors::SOCKJS_CALLBACK_INVALID,
+                };
+                return Decision::Answer(
+                    Answer::new(failure.status)
+                        .header("Cache-Control", NO_CACHE)
+                        .body(CONTENT_TYPE_PLAIN, failure.reason()),
+                );
+            }
+        },
+        _ => None,
+    };
+    match transport.role() {
+        TransportRole::WebSocket => Decision::Answer(answer(service, head)),
+        TransportRole::Polling | TransportRole::Streaming => {
+            let Some(framing) = Framing::for_transport(transport, callback) else {
+                return Decision::Answer(Answer::new(404));
+            };
+            Decision::Receive {
+                session: session_id.to_owned(),
+                headers: session_headers(service, head, framing.content_type()),
+                framing,
+            }
+        }
+        TransportRole::Send => Decision::Send {
+            session: session_id.to_owned(),
+            transport,
+            headers: session_headers(service, head, CONTENT_TYPE_PLAIN),
+        },
     }
 }
 
@@ -146,6 +305,7 @@ fn answer(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Answer {
             .cached_for_a_year()
             .header("Access-Control-Max-Age", ACCESS_CONTROL_MAX_AGE)
             .header("Access-Control-Allow-Methods", route.allow_header())
+            .allow_headers(head)
             .cors(head),
         Route::Info => {
             let mut entropy = [0u8; 4];
@@ -185,7 +345,15 @@ fn answer(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Answer {
             transport: Transport::WebSocket,
             ..
         } => Answer::new(400).body(CONTENT_TYPE_PLAIN, WEBSOCKET_UPGRADE_REQUIRED),
-        // The HTTP transports come with the sessions they need.
+        // A preflight of an XHR transport.
+        Route::Session { transport, .. } if method == Method::Options => Answer::new(204)
+            .cached_for_a_year()
+            .header("Access-Control-Max-Age", ACCESS_CONTROL_MAX_AGE)
+            .header("Access-Control-Allow-Methods", transport.allow_header())
+            .allow_headers(head)
+            .cors(head)
+            .cookie(service, head),
+        // (`decide` takes the others.)
         Route::Session { .. } => Answer::new(404),
     }
 }
