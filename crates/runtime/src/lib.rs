@@ -28,6 +28,7 @@ pub mod fd_limit;
 mod fd_write;
 pub mod framing;
 mod handshake;
+mod hook;
 pub mod http;
 mod opening;
 pub mod outbound;

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
+pub use crate::hook::{PendingUpgrade, UpgradeDecision};
+
 use crate::config::ServerConfig;
 use crate::connection::Connection;
 use crate::events::{EventQueue, Record};
@@ -20,22 +22,6 @@ use crate::http::routes::{InvalidRoute, Routes};
 use crate::outbound::SendStatus;
 use crate::sockjs::SockJsSessions;
 use crate::stats::{self, Stats, StatsSnapshot, WorkerSnapshot, WorkerStats};
-
-/// What JavaScript's `upgrade` hook decided.
-#[derive(Debug)]
-pub enum UpgradeDecision {
-    /// Complete the handshake, optionally choosing the subprotocol.
-    Accept { protocol: Option<String> },
-    /// Answer with this HTTP status and reason instead of `101`.
-    Reject { status: u16, reason: String },
-}
-
-/// An upgrade waiting for JavaScript's hook: which worker was asked, and
-/// how its decision reaches the connection's I/O thread.
-pub struct PendingUpgrade {
-    pub worker: usize,
-    pub reply: Box<dyn FnOnce(UpgradeDecision) + Send>,
-}
 
 /// How many deliveries were queued and how many dropped.
 #[derive(Default)]
@@ -243,5 +229,23 @@ impl ServerState {
         if outcomes.dropped > 0 {
             stats::add(&self.stats.messages_dropped, outcomes.dropped);
         }
+    }
+}
+
+impl crate::sockjs::Host for ServerState {
+    fn sessions(&self) -> &SockJsSessions {
+        &self.sockjs
+    }
+
+    fn unregister(&self, connection: &Connection, code: u16, reason: &str) {
+        ServerState::unregister(self, connection, code, reason, true);
+    }
+
+    fn forget_upgrade(&self, id: u64) {
+        self.pending_upgrades.lock().remove(&id);
+    }
+
+    fn drained(&self, connection: &Connection) {
+        self.queues[connection.worker()].push(&Record::Drain { id: connection.id });
     }
 }

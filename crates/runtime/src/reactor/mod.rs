@@ -208,7 +208,7 @@ impl Reactor {
                 self.on_command(command);
             }
             self.fire_timers();
-            self.server.sockjs.sweep(&self.server, Instant::now());
+            self.server.sockjs.sweep(&*self.server, Instant::now());
             for key in std::mem::take(&mut self.again) {
                 self.with_entry(key, None, |entry, cx| entry.service(key, true, cx));
             }
@@ -318,7 +318,7 @@ impl Reactor {
             Command::Shutdown => {
                 self.stopping = true;
                 // Sessions without a receiver have no entry to close them.
-                self.server.sockjs.shut_down(&self.server);
+                self.server.sockjs.shut_down(&*self.server);
                 // Closing the listening sockets stops accepting.
                 self.listeners.clear();
                 let keys: Vec<usize> = self.entries.iter().map(|(key, _)| key).collect();

@@ -24,7 +24,22 @@ mod session;
 
 pub(crate) use session::{close_frame, Forward, Refused, SockJsSession};
 
-use crate::state::ServerState;
+use crate::connection::Connection;
+
+/// What a session needs of the server it belongs to (`ServerState`
+/// implements it): a trait, so that this module stays below the state it
+/// is part of.
+pub(crate) trait Host {
+    /// The sessions of every SockJS service.
+    fn sessions(&self) -> &SockJsSessions;
+    /// The session's connection leaves the server (connection table,
+    /// channels); its worker hears `close` with `code` and `reason`.
+    fn unregister(&self, connection: &Connection, code: u16, reason: &str);
+    /// The session never opened: forget its pending `upgrade` hook.
+    fn forget_upgrade(&self, id: u64);
+    /// Everything the session was sent was taken: its worker hears `drain`.
+    fn drained(&self, connection: &Connection);
+}
 
 /// Sweeps of the table are at least this far apart: a session outlives its
 /// disconnect delay by up to this much.
@@ -104,7 +119,7 @@ impl SockJsSessions {
 
     /// If a sweep is due (and no other thread sweeps): forget the sessions
     /// whose receiver left a disconnect delay ago, and set the next sweep.
-    pub(crate) fn sweep(&self, server: &ServerState, now: Instant) {
+    pub(crate) fn sweep(&self, server: &dyn Host, now: Instant) {
         if self.next_sweep().is_none_or(|due| due > now) {
             return;
         }
@@ -139,7 +154,7 @@ impl SockJsSessions {
     /// The server shuts down: every session closes (`1001`), and those
     /// without a receiver are forgotten now. Receivers that are attached
     /// deliver the close frame and end.
-    pub(crate) fn shut_down(&self, server: &ServerState) {
+    pub(crate) fn shut_down(&self, server: &dyn Host) {
         let sessions: Vec<_> = self.sessions.lock().values().cloned().collect();
         for session in sessions {
             let frame = switchboard_proto::sockjs::CloseReason {

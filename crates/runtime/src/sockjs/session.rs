@@ -28,9 +28,10 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use switchboard_proto::sockjs::CloseReason;
 
+use super::Host;
 use crate::connection::Connection;
+use crate::hook::UpgradeDecision;
 use crate::outbound::{Eviction, OutItem};
-use crate::state::{ServerState, UpgradeDecision};
 use crate::wake::{IoWaker, WakeTarget};
 
 /// Passes the session queue's wake-ups to its receiver of the moment.
@@ -165,7 +166,7 @@ impl SockJsSession {
     /// The receiver leaves. `interrupted`: the network aborted it (not the
     /// protocol): the session closes, as [`SockJsSession::close`] with
     /// `1002`, and its worker hears `close` with 1006.
-    pub(crate) fn detach(&self, server: &ServerState, interrupted: bool, now: Instant) {
+    pub(crate) fn detach(&self, server: &dyn Host, interrupted: bool, now: Instant) {
         {
             let mut state = self.state.lock();
             if !state.receiving {
@@ -182,7 +183,7 @@ impl SockJsSession {
             let reason = switchboard_proto::sockjs::CONNECTION_INTERRUPTED;
             self.close(server, reason, (1006, ""));
         }
-        server.sockjs.expire_at(now + self.disconnect_delay);
+        server.sessions().expire_at(now + self.disconnect_delay);
     }
 
     /// The session ends: every later receiver gets `frame`'s close frame;
@@ -190,7 +191,7 @@ impl SockJsSession {
     /// and its worker hears `close` with `reported`. Once only.
     pub(crate) fn close(
         &self,
-        server: &ServerState,
+        server: &dyn Host,
         frame: CloseReason,
         reported: (u16, &str),
     ) -> bool {
@@ -199,7 +200,7 @@ impl SockJsSession {
 
     fn close_with(
         &self,
-        server: &ServerState,
+        server: &dyn Host,
         code: u16,
         reason: String,
         reported: (u16, &str),
@@ -213,11 +214,9 @@ impl SockJsSession {
             std::mem::replace(&mut state.phase, Phase::Closed { code, reason })
         };
         match was {
-            Phase::Open => server.unregister(&self.connection, reported.0, reported.1, true),
+            Phase::Open => server.unregister(&self.connection, reported.0, reported.1),
             // Never opened: its worker never heard of it.
-            Phase::Hook { .. } => {
-                server.pending_upgrades.lock().remove(&self.connection.id);
-            }
+            Phase::Hook { .. } => server.forget_upgrade(self.connection.id),
             Phase::Closed { .. } => unreachable!("checked above"),
         }
         true
@@ -264,7 +263,7 @@ impl SockJsSession {
     /// rest stays for the next receiver.
     pub(crate) fn take(
         &self,
-        server: &ServerState,
+        server: &dyn Host,
         one: bool,
         scratch: &mut VecDeque<OutItem>,
     ) -> Frames {
@@ -322,9 +321,7 @@ impl SockJsSession {
             // sender that was told `Buffered` hears `drain`.
             outbound.set_congested(false);
             if outbound.take_drain_wanted() {
-                let connection = &self.connection;
-                server.queues[connection.worker()]
-                    .push(&crate::events::Record::Drain { id: connection.id });
+                server.drained(&self.connection);
             }
         }
         if !messages.is_empty() {

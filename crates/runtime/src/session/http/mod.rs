@@ -40,6 +40,7 @@ mod request;
 mod sending;
 mod serve;
 mod sockjs;
+mod sockjs_answer;
 mod sockjs_receive;
 mod sockjs_send;
 #[cfg(test)]

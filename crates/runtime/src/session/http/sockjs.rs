@@ -8,28 +8,22 @@
 //! a receiving request (`sockjs_receive.rs`) or a send (`sockjs_send.rs`)
 //! on a session of `crate::sockjs`.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use switchboard_proto::http1::{BodyKind, HttpDate, Method, RequestHead};
+use switchboard_proto::http1::{BodyKind, Method, RequestHead};
 use switchboard_proto::sockjs::{
     self, Callback, CallbackError, Framing, IframePage, Info, Route, Transport, TransportRole,
-    ACCESS_CONTROL_MAX_AGE, CACHE_ONE_YEAR, CONTENT_TYPE_HTML, CONTENT_TYPE_JSON,
-    CONTENT_TYPE_PLAIN, GREETING, NO_CACHE, ONE_YEAR_SECS, WEBSOCKET_UPGRADE_REQUIRED,
+    ACCESS_CONTROL_MAX_AGE, CONTENT_TYPE_HTML, CONTENT_TYPE_JSON, CONTENT_TYPE_PLAIN, GREETING,
+    NO_CACHE, WEBSOCKET_UPGRADE_REQUIRED,
 };
 
 use super::answers::frame;
+use super::sockjs_answer::Answer;
 use super::Core;
 use crate::config::SockJsConfig;
 use crate::errors;
 use crate::http::metrics::RowId;
 use crate::session::Machine;
-
-/// What one request gets.
-pub(super) struct Answer {
-    pub(super) status: u16,
-    pub(super) headers: String,
-    pub(super) body: Vec<u8>,
-}
 
 /// What a request under a service's prefix is.
 enum Decision {
@@ -48,80 +42,6 @@ enum Decision {
         transport: Transport,
         headers: String,
     },
-}
-
-impl Answer {
-    pub(super) fn new(status: u16) -> Self {
-        Self {
-            status,
-            headers: String::new(),
-            body: Vec::new(),
-        }
-    }
-
-    pub(super) fn header(mut self, name: &str, value: &str) -> Self {
-        self.headers.push_str(name);
-        self.headers.push_str(": ");
-        self.headers.push_str(value);
-        self.headers.push_str("\r\n");
-        self
-    }
-
-    pub(super) fn body(mut self, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
-        self = self.header("Content-Type", content_type);
-        self.body = body.into();
-        self
-    }
-
-    /// CORS as the protocol's suite expects (`verify_cors`): the request's
-    /// `Origin` echoed with credentials allowed (the JSESSIONID cookie
-    /// must travel), or `*` without them.
-    fn cors(self, head: &RequestHead<'_, '_>) -> Self {
-        match head.header("origin") {
-            Some(origin) => {
-                let origin = String::from_utf8_lossy(origin).into_owned();
-                self.header("Access-Control-Allow-Origin", &origin)
-                    .header("Access-Control-Allow-Credentials", "true")
-            }
-            None => self.header("Access-Control-Allow-Origin", "*"),
-        }
-    }
-
-    /// A preflight's `Access-Control-Allow-Headers`: the headers it asked
-    /// for, echoed (`XhrPolling.test_request_headers_cors`).
-    fn allow_headers(self, head: &RequestHead<'_, '_>) -> Self {
-        match head.header("access-control-request-headers") {
-            Some(asked) if !asked.is_empty() => {
-                let asked = String::from_utf8_lossy(asked).into_owned();
-                self.header("Access-Control-Allow-Headers", &asked)
-            }
-            _ => self,
-        }
-    }
-
-    /// With `cookie_needed`, every session URL sets `JSESSIONID` (the
-    /// client's own value echoed, else `dummy`), for load balancers that
-    /// stick sessions by it (`JsessionidCookie`).
-    fn cookie(self, service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Self {
-        if !service.cookie_needed {
-            return self;
-        }
-        let value = head
-            .header("cookie")
-            .and_then(|cookies| jsessionid(&String::from_utf8_lossy(cookies)))
-            .unwrap_or_else(|| "dummy".to_owned());
-        self.header("Set-Cookie", &format!("JSESSIONID={value}; path=/"))
-    }
-
-    /// Cached for a year: the iframe page, preflight answers.
-    fn cached_for_a_year(self) -> Self {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let expires = HttpDate::from_unix_seconds(now + u64::from(ONE_YEAR_SECS));
-        self.header("Cache-Control", CACHE_ONE_YEAR)
-            .header("Expires", expires.as_str())
-    }
 }
 
 impl Core {
@@ -195,14 +115,6 @@ impl Core {
         self.after_own(close, now);
         self.respond(machine, response, close, now);
     }
-}
-
-/// The `JSESSIONID` value in a `Cookie` header.
-fn jsessionid(cookies: &str) -> Option<String> {
-    cookies.split(';').find_map(|pair| {
-        let (name, value) = pair.split_once('=')?;
-        (name.trim() == "JSESSIONID").then(|| value.trim().to_owned())
-    })
 }
 
 /// The headers of every answer on a session URL: the transport's content
@@ -361,6 +273,7 @@ fn answer(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_proto::sockjs::CACHE_ONE_YEAR;
 
     /// The answer to `request` (a whole head) from a service on `/echo`.
     fn ask(request: &str) -> Answer {

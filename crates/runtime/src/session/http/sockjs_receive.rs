@@ -31,7 +31,7 @@ use switchboard_proto::http1::{self, BodyKind, RequestHead, ResponseBody, Versio
 use switchboard_proto::sockjs::{self, Framing, ANOTHER_CONNECTION_STILL_OPEN};
 
 use super::answers::frame;
-use super::sockjs::Answer;
+use super::sockjs_answer::Answer;
 use super::Core;
 use crate::connection::{Connection, ConnectionKind};
 use crate::errors;
@@ -91,7 +91,7 @@ impl Drop for Receiver {
     /// away, the connection failed): the session is interrupted.
     fn drop(&mut self) {
         if self.attached && !self.ended {
-            self.session.detach(&self.server, true, Instant::now());
+            self.session.detach(&*self.server, true, Instant::now());
         }
     }
 }
@@ -226,7 +226,7 @@ impl Core {
             return;
         };
         if receiver.framing.is_polling() {
-            let frames = receiver.session.take(&server, true, &mut receiver.scratch);
+            let frames = receiver.session.take(&*server, true, &mut receiver.scratch);
             if !frames.frames.is_empty() {
                 self.receiver_frames(machine, frames.frames, true, now);
             }
@@ -244,7 +244,9 @@ impl Core {
                 }
                 continue;
             }
-            let frames = receiver.session.take(&server, false, &mut receiver.scratch);
+            let frames = receiver
+                .session
+                .take(&*server, false, &mut receiver.scratch);
             if frames.frames.is_empty() {
                 return;
             }
@@ -360,7 +362,7 @@ impl Core {
         if let Some(mut receiver) = self.receiver.take() {
             receiver.ended = true;
             if receiver.attached {
-                receiver.session.detach(&machine.server, false, now);
+                receiver.session.detach(&*machine.server, false, now);
             }
         }
         self.idle_since = now;
@@ -377,7 +379,7 @@ impl Core {
         let keep_alive = receiver.keep_alive;
         let version = receiver.version;
         self.end_receiver(machine, now);
-        session.close(&server, sockjs::CONNECTION_INTERRUPTED, (1006, ""));
+        session.close(&*server, sockjs::CONNECTION_INTERRUPTED, (1006, ""));
         server.sockjs.remove(&session);
         let answer = Answer::new(status).body(sockjs::CONTENT_TYPE_PLAIN, reason);
         let response = frame(

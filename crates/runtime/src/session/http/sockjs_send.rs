@@ -17,7 +17,7 @@ use switchboard_proto::sockjs::{
 };
 
 use super::answers::frame;
-use super::sockjs::Answer;
+use super::sockjs_answer::Answer;
 use super::{Core, ReadState};
 use crate::errors;
 use crate::events::Record;
@@ -144,7 +144,7 @@ impl Core {
     ) {
         if error.status() == 413 {
             let server = machine.server.clone();
-            session.close(&server, MESSAGE_TOO_BIG, (1009, ""));
+            session.close(&*server, MESSAGE_TOO_BIG, (1009, ""));
             // Its receiver, if one waits, hears the close frame.
             session.connection.outbound.wake();
         }
