@@ -17,6 +17,15 @@
 // inline script or style: they are files of their own) and
 // `X-Content-Type-Options: nosniff`.
 //
+// Transports: the page talks to `/chat` over WebSocket, or, when a proxy
+// breaks WebSocket (or the page's "Transport" setting says so), to the
+// SockJS service `/sockjs/chat` with the same behaviour, over any SockJS
+// transport (websocket, xhr-streaming, xhr-polling, eventsource,
+// htmlfile, jsonp-polling). A SockJS session is a connection like the
+// others: same handlers, same channels, same room. The page loads
+// sockjs-client (1.6.1) from `/vendor/sockjs.min.js`, served from this
+// repository's dependency.
+//
 // REST: GET /api/rooms/<room> answers {"room","members":[{"id","name"}]}
 // from the same channel registry (404 for a malformed room name), so a
 // lobby page or a monitor sees who is in a room without joining it.
@@ -45,12 +54,16 @@
 // listed it will also receive its `leave`. Connection ids are never reused:
 // the page keeps the ids it saw leave and ignores them if a `welcome` that
 // raced with the `leave` still lists them.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { defineApp, UpgradeRejection } from 'switchboard';
 import { MAX_NAME, normalizeName, normalizeRoom } from './public/names.mjs';
 
 /** The page and its files (served natively: validators, 304s, ranges). */
 const PUBLIC = fileURLToPath(new URL('./public', import.meta.url));
+/** sockjs-client's browser build, for the page's SockJS transports. */
+const SOCKJS_CLIENT = readFileSync(createRequire(import.meta.url).resolve('sockjs-client/dist/sockjs.min.js'));
 
 const MAX_TEXT = 2000;
 const MAX_BAD_MESSAGES = 10;
@@ -66,6 +79,8 @@ export const CONTENT_SECURITY_POLICY = [
   "style-src 'self'",
   "img-src 'self'",
   "connect-src 'self'",
+  // SockJS's htmlfile transport streams into a hidden iframe of our origin.
+  "frame-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
@@ -137,7 +152,14 @@ export default defineApp((app) => {
     res.header('Cache-Control', 'no-store').json({ room, members: membersOf(room) });
   });
 
-  app.ws('/chat', {
+  app.get('/vendor/sockjs.min.js', {
+    body: SOCKJS_CLIENT,
+    contentType: 'application/javascript; charset=utf-8',
+    headers: { ...HEADERS, 'Cache-Control': 'public, max-age=3600' },
+  });
+
+  /** The chat, whatever carries it: a WebSocket, or a SockJS session. */
+  const chat = {
     // A chat message is at most 2000 UTF-16 units: 16 KiB is ample for its JSON.
     maxPayloadLength: 16 * 1024,
 
@@ -190,5 +212,9 @@ export default defineApp((app) => {
       const { name, room } = ws.data;
       app.publish(roomChannel(room), JSON.stringify({ type: 'leave', id: ws.id, name, at: Date.now() }));
     },
-  });
+  };
+  app.ws('/chat', chat);
+  // sockjs-client keeps the query on every transport's URL: the upgrade
+  // hook reads the name and room as it does for `/chat`.
+  app.sockjs('/sockjs/chat', chat);
 });

@@ -109,11 +109,15 @@ async function newPage() {
   return page;
 }
 
-/** Join `room` as `name` through the form; resolves once welcomed, with the worker index. */
-async function join(page, name, room) {
+/**
+ * Join `room` as `name` through the form, over `transport` (a value of the
+ * page's Transport setting); resolves once welcomed, with the worker index.
+ */
+async function join(page, name, room, transport = 'websocket') {
   await page.goto(`${baseURL}/`);
   await page.fill('#name', name);
   await page.fill('#room', room);
+  await page.selectOption('#transport', transport);
   await page.click('#join-form button[type=submit]');
   await page.locator('#status[data-state="connected"]').waitFor();
   const status = await page.textContent('#status');
@@ -358,6 +362,42 @@ test('a name that differs only by invisible characters is taken; the page shows 
   }
   await waitForMembers(shutdownWitness, ['Alice']);
   assert.deepEqual(cspViolations, [], 'no CSP violation');
+});
+
+test('users on every SockJS transport and on WebSocket chat in one room; the page shows each transport', { timeout: 90_000 }, async () => {
+  const transports = ['xhr-streaming', 'xhr-polling', 'eventsource', 'htmlfile', 'jsonp-polling', 'websocket-sockjs'];
+  const pages = [];
+  const names = [];
+  try {
+    const native = await newPage();
+    pages.push(native);
+    names.push('native');
+    await join(native, 'native', 'transports');
+    assert.equal(await native.textContent('#transport-used'), 'WebSocket');
+    for (const transport of transports) {
+      const page = await newPage();
+      pages.push(page);
+      const name = `via-${transport}`;
+      names.push(name);
+      await join(page, name, 'transports', transport);
+      const shown = transport === 'websocket-sockjs' ? 'websocket' : transport;
+      assert.equal(await page.textContent('#transport-used'), `SockJS · ${shown}`);
+    }
+    for (const page of pages) await waitForMembers(page, names);
+    await say(pages[2], 'polled hello ✓ </script>');
+    await say(pages[0], 'native hello');
+    for (const page of pages) {
+      await waitForMessage(page, 'polled hello ✓ </script>');
+      await waitForMessage(page, 'native hello');
+    }
+    // One leaves: the others see it, whatever their transport.
+    await pages[3].click('#leave');
+    for (const page of pages.filter((_, i) => i !== 3)) await waitForMembers(page, names.filter((_, i) => i !== 3));
+  } finally {
+    for (const page of pages) await page.context().close();
+  }
+  assert.deepEqual(pageErrors, []);
+  assert.deepEqual(cspViolations, []);
 });
 
 test('SIGTERM closes the server gracefully and the page says so', { timeout: 30_000 }, async () => {

@@ -81,11 +81,16 @@ function connect(name, room) {
   setComposer(false);
   setStatus('connecting', 'Connecting…');
 
-  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-  const ws = new WebSocket(`${scheme}://${location.host}/chat?${new URLSearchParams({ name, room })}`);
+  const ws = open(name, room, $('transport').value);
   socket = ws;
   let opened = false;
-  ws.onopen = () => { opened = true; };
+  $('transport-used').hidden = true;
+  ws.onopen = () => {
+    opened = true;
+    // What carries the chat: the setting may be "automatic".
+    $('transport-used').textContent = ws.transport ? `SockJS · ${ws.transport}` : 'WebSocket';
+    $('transport-used').hidden = false;
+  };
   ws.onmessage = (event) => {
     if (ws !== socket) return;
     let message;
@@ -110,6 +115,22 @@ function connect(name, room) {
     $('banner-text').textContent = `Disconnected: ${reason}`;
     $('banner').hidden = false;
   };
+}
+
+/**
+ * A connection to the chat over `transport`: a WebSocket to /chat, or a
+ * SockJS session of /sockjs/chat (sockjs-client, loaded by the page) on one
+ * transport or, for "sockjs", whichever works. Both have the WebSocket API.
+ */
+function open(name, room, transport) {
+  const query = new URLSearchParams({ name, room });
+  if (transport === 'websocket') {
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    return new WebSocket(`${scheme}://${location.host}/chat?${query}`);
+  }
+  const options = {};
+  if (transport !== 'sockjs') options.transports = [transport === 'websocket-sockjs' ? 'websocket' : transport];
+  return new window.SockJS(`/sockjs/chat?${query}`, null, options);
 }
 
 function closeReason(event, opened) {
@@ -258,6 +279,7 @@ function setComposer(enabled) {
 
 function send() {
   const text = $('text').value.trim();
+  // (SockJS's readyState numbers are the WebSocket's.)
   if (!text || !socket || socket.readyState !== WebSocket.OPEN) return;
   socket.send(JSON.stringify({ type: 'say', text }));
   $('text').value = '';
@@ -304,6 +326,11 @@ $('change').addEventListener('click', () => {
 // ---- start -----------------------------------------------------------
 
 try { $('name').value = localStorage.getItem('switchboard-chat-name') ?? ''; } catch {}
+// `?transport=xhr-polling` (any value of the setting) preselects it.
+const transportFromLink = new URLSearchParams(location.search).get('transport');
+if ([...$('transport').options].some((option) => option.value === transportFromLink)) {
+  $('transport').value = transportFromLink;
+}
 let roomFromLink = '';
 try { roomFromLink = decodeURIComponent(location.hash.slice(1)); } catch {}
 $('room').value = roomFromLink || 'lobby';
