@@ -28,7 +28,9 @@ import { bytes, mib, ms, pct, si } from './harness/format.mjs';
 import { SATURATED, renderMarkdown, summarize, updateReadme, writeCharts } from './harness/report.mjs';
 import { LOADGEN_SCENARIO, SCENARIO_NAMES, buildMatrix, configLabel } from './harness/scenarios.mjs';
 import { regressionSummary } from './harness/summary.mjs';
-import { SERVER_NAMES, describeVersions, serverByName, serverVersions, startServer } from './harness/servers.mjs';
+import {
+  DEFAULT_SERVER_NAMES, SERVER_NAMES, describeVersions, runsScenario, serverByName, serverVersions, startServer,
+} from './harness/servers.mjs';
 import {
   HTTP_SCENARIO_NAMES, HTTP_SERVER_NAMES, buildHttpMatrix, createStaticDir, httpConfigLabel, httpFailure, httpServerByName, summarizeHttp,
 } from './harness/http.mjs';
@@ -50,7 +52,9 @@ const USAGE = `usage: node benchmarks/run.mjs [options]
   --quick                 every scenario and server, tiny sizes (seconds per run); results go to a temp dir
   --scenario LIST         comma-separated: ${SCENARIO_NAMES.join(',')}
                           (--suite http: ${HTTP_SCENARIO_NAMES.join(',')})
-  --server LIST           comma-separated: ${SERVER_NAMES.join(',')}
+  --server LIST           comma-separated: ${DEFAULT_SERVER_NAMES.join(',')}
+                          and, on request only, ${SERVER_NAMES.filter((n) => !DEFAULT_SERVER_NAMES.includes(n)).join(',')}
+                          (SockJS over its xhr-streaming transport: ws-echo, ws-broadcast-room, ws-idle)
                           (--suite http: ${HTTP_SERVER_NAMES.join(',')})
   --out DIR               where results.json, results.md and the charts go (http-results.* for --suite http)
                           (default: benchmarks/results for a full run of everything, else a temp dir)
@@ -90,6 +94,7 @@ const SUITES = {
     title: 'WebSocket',
     scenarioNames: SCENARIO_NAMES,
     serverNames: SERVER_NAMES,
+    defaultServerNames: DEFAULT_SERVER_NAMES,
     serverByName,
     jsonFile: 'results.json',
     mdFile: 'results.md',
@@ -114,6 +119,7 @@ const SUITES = {
     title: 'HTTP',
     scenarioNames: HTTP_SCENARIO_NAMES,
     serverNames: HTTP_SERVER_NAMES,
+    defaultServerNames: HTTP_SERVER_NAMES,
     serverByName: httpServerByName,
     jsonFile: HTTP_RESULTS_JSON,
     mdFile: HTTP_RESULTS_MD,
@@ -250,9 +256,13 @@ if (args.render || args['update-readme']) {
 const quick = args.quick;
 const selections = localSuites.map((suite) => {
   const scenarios = parseList(picked.scenario[suite.name], suite.scenarioNames, 'scenario');
-  const servers = parseList(picked.server[suite.name], suite.serverNames, 'server').map((n) => suite.serverByName(n));
-  // A full run of every scenario against every server of the suite.
-  const complete = !quick && scenarios.length === suite.scenarioNames.length && servers.length === suite.serverNames.length;
+  const servers = parseList(picked.server[suite.name], suite.serverNames, 'server', suite.defaultServerNames).map((n) => suite.serverByName(n));
+  // A full run of every scenario against every server of the suite (its opt-in ones aside).
+  const complete =
+    !quick &&
+    scenarios.length === suite.scenarioNames.length &&
+    servers.length === suite.defaultServerNames.length &&
+    servers.every((s) => suite.defaultServerNames.includes(s.name));
   return { suite, scenarios, servers, complete };
 });
 // The committed results are a full run of everything; anything else goes to
@@ -298,7 +308,10 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
   try {
     const serverMeta = servers.map((s) => {
       const versions = serverVersions(s, { root, machine });
-      return { name: s.name, label: s.label, short: s.short ?? s.label, protocol: s.protocol, env: s.env ?? {}, versions, versions_text: describeVersions(versions) };
+      return {
+        name: s.name, label: s.label, short: s.short ?? s.label, protocol: s.protocol, ...(s.versus ? { versus: s.versus } : {}),
+        env: s.env ?? {}, versions, versions_text: describeVersions(versions),
+      };
     });
     const { configs, notes } = suite.buildMatrix({ quick, scenarios, fd });
     if (!pin.pinned) notes.push(`Unpinned: ${pin.reason}. The server and the load generator shared the CPUs.`);
@@ -307,7 +320,11 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
     // next one starts, so a noisy neighbour on this shared machine spreads over
     // all servers instead of landing on one.
     const plan = [];
-    for (const c of configs) for (const s of servers) plan.push({ ...c, server: s });
+    for (const c of configs) for (const s of servers) if (runsScenario(s, c.scenario)) plan.push({ ...c, server: s });
+    for (const s of servers) {
+      const skipped = scenarios.filter((sc) => !runsScenario(s, sc));
+      if (skipped.length) notes.push(`${s.label}: ${skipped.join(', ')} not run: ${s.skipWhy}.`);
+    }
 
     const results = {
       schema_version: 1,

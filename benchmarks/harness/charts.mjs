@@ -12,6 +12,11 @@ export const SERVER_STYLE = {
   socketio: { color: '#9467bd', marker: 'triangle' },
   sockjs: { color: '#8c564b', marker: 'triangle-down' },
   tokio: { color: '#ff7f0e', marker: 'cross' },
+  // Switchboard's SockJS services, and both SockJS servers over
+  // xhr-streaming: four SockJS lines that one chart may show together.
+  'switchboard-sockjs': { color: '#e377c2', marker: 'circle' },
+  'sockjs-xhr-streaming': { color: '#bcbd22', marker: 'triangle-down' },
+  'switchboard-sockjs-xhr-streaming': { color: '#7b4173', marker: 'square' },
   // The HTTP suite's peers (uws and switchboard as above).
   hyperexpress: { color: '#17becf', marker: 'diamond' },
   fastify: { color: '#2ca02c', marker: 'triangle' },

@@ -62,9 +62,12 @@ export function rpcRunSelection(args, { scenarioNames, peerNames, defaultOut, na
   return { quick, warmup, duration, scenarios, peers, complete, outDir };
 }
 
-/** The known names `value` selects, in their own order; exits 2 on an unknown one. */
-export function parseList(value, known, what) {
-  if (!value) return [...known];
+/**
+ * The known names `value` selects, in their own order (`defaults` when it
+ * selects none); exits 2 on an unknown one.
+ */
+export function parseList(value, known, what, defaults = known) {
+  if (!value) return [...defaults];
   const list = value.split(',').map((s) => s.trim()).filter(Boolean);
   for (const item of list) {
     if (!known.includes(item)) {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { barChart, roomChart } from './charts.mjs';
 import { bytes, mib, pct, ratio, si } from './format.mjs';
 import { STOP_MEAN_LATENCY_MS } from './scenarios.mjs';
+import { SERVERS } from './servers.mjs';
 
 // A process at or above this share of its core is taken as saturated.
 export const SATURATED = 0.9;
@@ -140,35 +141,53 @@ function versus(ours, theirs, lowerIsBetter) {
   return lowerIsBetter ? theirs / ours : ours / theirs;
 }
 
+const column = (s) => s.short ?? s.label;
+
+/**
+ * The ratio columns of a table: Switchboard (its WebSocket server) against
+ * every other server, headed "vs X", when it ran; then each Switchboard
+ * server on another transport against the peer on the same transport
+ * (its `versus`; results written before that field existed find it in
+ * SERVERS), headed "A vs B".
+ */
+export function comparisons(servers) {
+  const pairs = [];
+  const ws = servers.find((s) => s.name === 'switchboard');
+  if (ws) for (const p of servers) if (p !== ws) pairs.push({ ours: ws, peer: p, header: `vs ${column(p)}` });
+  for (const s of servers) {
+    if (s === ws) continue;
+    const versusName = s.versus ?? SERVERS.find((k) => k.name === s.name)?.versus;
+    const peer = versusName && servers.find((p) => p.name === versusName);
+    if (peer) pairs.push({ ours: s, peer, header: `${column(s)} vs ${column(peer)}` });
+  }
+  return pairs;
+}
+
 /**
  * A table with a row per configuration, a column per server, then a
- * column per peer with Switchboard's ratio to it.
+ * column per comparison (above) with the ratio of its two servers.
  * rows: [{ label: [cells], values: { server: { value, text } } }]
  */
 export function comparisonTable({ keyHeaders, rows, servers, lowerIsBetter = false }) {
-  const peers = servers.filter((s) => s.name !== 'switchboard');
-  const ours = servers.find((s) => s.name === 'switchboard');
-  const col = (s) => s.short ?? s.label;
-  const header = [...keyHeaders, ...servers.map(col), ...(ours ? peers.map((p) => `vs ${col(p)}`) : [])];
+  const pairs = comparisons(servers);
+  const header = [...keyHeaders, ...servers.map(column), ...pairs.map((p) => p.header)];
   const body = rows.map((row) => {
     const cells = [...row.label];
     for (const s of servers) cells.push(row.values[s.name]?.text ?? '—');
-    if (ours) {
-      const mine = row.values.switchboard;
-      for (const p of peers) {
-        const theirs = row.values[p.name];
-        const r = versus(mine?.value, theirs?.value, lowerIsBetter);
-        // A bound ("≥ 8.8M") on either side makes the ratio a bound too.
-        let prefix = '';
-        if (r !== null) {
-          const a = mine.kind ?? 'exact';
-          const b = theirs.kind ?? 'exact';
-          if (a === 'at_least' && b === 'at_least') prefix = '?';
-          else if (a === 'at_least') prefix = lowerIsBetter ? '≤ ' : '≥ ';
-          else if (b === 'at_least') prefix = lowerIsBetter ? '≥ ' : '≤ ';
-        }
-        cells.push(prefix === '?' ? '—' : r === null ? '—' : `${prefix}${ratio(r)}`);
+    for (const { ours, peer } of pairs) {
+      const mine = row.values[ours.name];
+      const theirs = row.values[peer.name];
+      const r = versus(mine?.value, theirs?.value, lowerIsBetter);
+      // A bound ("≥ 8.8M") on either side makes the ratio a bound too.
+      let prefix = '';
+      if (r !== null) {
+        const a = mine.kind ?? 'exact';
+        const b = theirs.kind ?? 'exact';
+        if (a === 'at_least' && b === 'at_least') prefix = '?';
+        else if (a === 'at_least') prefix = lowerIsBetter ? '≤ ' : '≥ ';
+        else if (b === 'at_least') prefix = lowerIsBetter ? '≥ ' : '≤ ';
       }
+      cells.push(prefix === '?' ? '—' : r === null ? '—' : `${prefix}${ratio(r)}`);
     }
     return cells;
   });
@@ -245,8 +264,14 @@ export function resultsHeader(results, { bench, title }) {
     out.push(`| ${s.label} | ${s.protocol} | ${s.versions_text} | ${env || 'defaults of its peer script'} |`);
   }
   out.push('');
+  const pairs = comparisons(servers);
+  const ratios = [
+    pairs.some((p) => p.ours.name === 'switchboard') && `"vs X" columns are Switchboard's figure relative to X's`,
+    pairs.some((p) => p.ours.name !== 'switchboard') &&
+      `"A vs B" columns are A's figure relative to B's (Switchboard on a SockJS transport against sockjs-node on the same transport)`,
+  ].filter(Boolean);
   out.push(
-    `"vs X" columns are Switchboard's figure relative to X's, oriented so that **above 1× Switchboard does better**. ` +
+    (ratios.length ? `${ratios.join('; ')}, oriented so that **above 1× Switchboard does better**. ` : '') +
       `Marks: † the load generator, not the server, was saturated (≥ ${SATURATED * 100}% of its core): the figure is a floor for the server; ` +
       `‡ both were saturated; ° neither was (the loop's latency, or other work on the cores, was the limit: see the saturation check at the end); ✗ the run failed (see ${results.file ?? 'results.json'}).`,
   );
@@ -351,7 +376,12 @@ export function renderMarkdown(results, { benchRel = '..' } = {}) {
   const idle = byConfig(runsOf(results, 'ws-idle'));
   if (idle.length) {
     out.push('', '## ws-idle: server memory per idle connection (lower is better)', '');
-    out.push('Resident memory after all connections opened minus before, divided by the connections. The ratios are the peer\'s figure ÷ Switchboard\'s, so **above 1× Switchboard uses less memory**.');
+    out.push(
+      'Resident memory after all connections opened minus before, divided by the connections. The ratios are the peer\'s figure ÷ Switchboard\'s, so **above 1× Switchboard uses less memory**.' +
+        (servers.some((s) => s.protocol === 'sockjs-xhr-streaming')
+          ? ' Over SockJS xhr-streaming a connection is a session held open by its streaming request (one socket; idle sessions send nothing, so they have no xhr_send connection).'
+          : ''),
+    );
     out.push('');
     out.push(
       comparisonTable({

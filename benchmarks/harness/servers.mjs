@@ -7,13 +7,24 @@ import { allowedCpus, pinned } from './machine.mjs';
 
 /**
  * name: what --server takes; label: its name in prose; short: the column
- * heading when the label is long; protocol: the load generator's framing;
+ * heading when the label is long; protocol: the load generator's
+ * `--protocol` (its framing, and for `sockjs-xhr-streaming` its transport);
  * packages: the npm packages whose versions describe the server (first = the
  * library under test); ours: this repository's build (Switchboard, on
- * any of its transports); crate: the Rust peer; env: its thread settings,
+ * any of its transports); versus: for Switchboard on a transport other
+ * than its own WebSocket, the peer on the same transport that the results
+ * compare it with; crate: the Rust peer; env: its thread settings,
  * written out although they equal the peer scripts' defaults, so that a
- * variable left in the caller's shell cannot change a run.
+ * variable left in the caller's shell cannot change a run; optIn: run only
+ * when --server names it; scenarios: the only scenarios it runs (default
+ * all), with `skipWhy` saying why the others are not.
  */
+const XHR_STREAMING = {
+  optIn: true,
+  scenarios: ['ws-echo', 'ws-broadcast-room', 'ws-idle'],
+  skipWhy: 'a SockJS xhr-streaming client that sends holds two sockets (its stream and its xhr_send connection), so the full size would need twice the descriptors',
+};
+
 export const SERVERS = [
   // One worker thread and one I/O thread: the server gets one core, so more
   // threads would only contend for it.
@@ -23,11 +34,26 @@ export const SERVERS = [
   { name: 'socketio', label: 'Socket.IO', protocol: 'socketio', script: 'socketio.mjs', packages: ['socket.io', 'engine.io', 'ws'] },
   { name: 'sockjs', label: 'SockJS', protocol: 'sockjs', script: 'sockjs.mjs', packages: ['sockjs', 'faye-websocket', 'websocket-driver'] },
   // Switchboard's SockJS services (app.sockjs) on the same framing, beside sockjs-node.
-  { name: 'switchboard-sockjs', label: 'Switchboard (SockJS)', short: 'SB SockJS', protocol: 'sockjs', script: 'switchboard.mjs', packages: [], ours: true, env: { WORKERS: '1', IO_THREADS: '1', SWITCHBOARD_TRANSPORT: 'sockjs' } },
+  { name: 'switchboard-sockjs', label: 'Switchboard (SockJS)', short: 'SB SockJS', protocol: 'sockjs', script: 'switchboard.mjs', packages: [], ours: true, versus: 'sockjs', env: { WORKERS: '1', IO_THREADS: '1', SWITCHBOARD_TRANSPORT: 'sockjs' } },
   { name: 'tokio', label: 'Tokio (Rust)', short: 'Tokio', protocol: 'ws', binary: 'switchboard-bench-tokio', crate: 'benchmarks/peers/tokio', env: { THREADS: '1' } },
+  // The same two SockJS servers (same scripts, same prefixes) over SockJS's
+  // xhr-streaming transport, the HTTP fallback sockjs-client uses without
+  // WebSockets. On request only (--server): a study of their own, beside
+  // the WebSocket suite rather than in it. ws-channels is left out: a
+  // client that sends holds two sockets, and 19,000 of them would need
+  // 38,000 descriptors in each process.
+  { name: 'sockjs-xhr-streaming', label: 'SockJS (xhr-streaming)', short: 'SockJS xhr', protocol: 'sockjs-xhr-streaming', script: 'sockjs.mjs', packages: ['sockjs', 'faye-websocket', 'websocket-driver'], ...XHR_STREAMING },
+  { name: 'switchboard-sockjs-xhr-streaming', label: 'Switchboard (SockJS xhr-streaming)', short: 'SB SockJS xhr', protocol: 'sockjs-xhr-streaming', script: 'switchboard.mjs', packages: [], ours: true, versus: 'sockjs-xhr-streaming', env: { WORKERS: '1', IO_THREADS: '1', SWITCHBOARD_TRANSPORT: 'sockjs' }, ...XHR_STREAMING },
 ];
 
 export const SERVER_NAMES = SERVERS.map((s) => s.name);
+/** What a run without --server runs: every server but the opt-in ones. */
+export const DEFAULT_SERVER_NAMES = SERVERS.filter((s) => !s.optIn).map((s) => s.name);
+
+/** Whether `server` runs `scenario`. */
+export function runsScenario(server, scenario) {
+  return !server.scenarios || server.scenarios.includes(scenario);
+}
 
 export function serverByName(name) {
   const server = SERVERS.find((s) => s.name === name);

@@ -6,7 +6,7 @@ use crate::protocols::Protocol;
 
 pub const USAGE: &str = "\
 usage: switchboard-loadgen --port <P> --scenario echo|room|channels|idle
-    [--host 127.0.0.1] [--protocol ws|socketio|sockjs]      (default ws)
+    [--host 127.0.0.1] [--protocol ws|socketio|sockjs|sockjs-xhr-streaming]   (default ws)
     [--connections N] [--payload BYTES]                      (default 100, 32)
     [--in-flight K]                 echo and channels: messages in flight per connection (default 1)
     [--rates R1,R2,...]             room: steps, each an aggregate send rate (messages/s over all clients)
@@ -46,12 +46,26 @@ impl Scenario {
     }
 }
 
+/// How a client reaches the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// One WebSocket per client, for every framing.
+    WebSocket,
+    /// SockJS's xhr-streaming transport (`--protocol sockjs-xhr-streaming`):
+    /// a streaming HTTP response per client brings the server's frames, and
+    /// `xhr_send` requests on a second connection carry the client's
+    /// messages (`crate::xhr`).
+    XhrStreaming,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub port: u16,
     pub host: String,
     pub scenario: Scenario,
+    /// The framing of the messages (SockJS's for xhr-streaming).
     pub protocol: Protocol,
+    pub transport: Transport,
     pub connections: usize,
     pub payload: usize,
     pub in_flight: u32,
@@ -64,6 +78,25 @@ pub struct Config {
     pub server_pid: Option<u32>,
     pub source_addrs: u32,
     pub connect_concurrency: usize,
+}
+
+impl Config {
+    /// The `--protocol` name, as the JSON step reports it.
+    pub fn protocol_name(&self) -> &'static str {
+        match self.transport {
+            Transport::WebSocket => self.protocol.name(),
+            Transport::XhrStreaming => "sockjs-xhr-streaming",
+        }
+    }
+
+    /// Sockets each client holds: xhr-streaming clients that send have a
+    /// second connection for their xhr_send requests (idle ones send nothing).
+    pub fn sockets_per_client(&self) -> usize {
+        match (self.transport, self.scenario) {
+            (Transport::XhrStreaming, Scenario::Idle) | (Transport::WebSocket, _) => 1,
+            (Transport::XhrStreaming, _) => 2,
+        }
+    }
 }
 
 /// Why parsing stopped: a request for help, or a mistake to report.
@@ -96,6 +129,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Config, CliError
         host: "127.0.0.1".to_string(),
         scenario: Scenario::Echo,
         protocol: Protocol::Ws,
+        transport: Transport::WebSocket,
         connections: 100,
         payload: 32,
         in_flight: 1,
@@ -139,9 +173,13 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Config, CliError
                     _ => return Err(CliError::Bad(format!("--scenario: unknown scenario {v:?}"))),
                 })
             }
+            "--protocol" if v == "sockjs-xhr-streaming" => {
+                (cfg.protocol, cfg.transport) = (Protocol::SockJs, Transport::XhrStreaming)
+            }
             "--protocol" => {
                 cfg.protocol = Protocol::parse(&v)
-                    .ok_or_else(|| CliError::Bad(format!("--protocol: unknown protocol {v:?}")))?
+                    .ok_or_else(|| CliError::Bad(format!("--protocol: unknown protocol {v:?}")))?;
+                cfg.transport = Transport::WebSocket;
             }
             "--connections" => cfg.connections = value(f, &v)?,
             "--payload" => cfg.payload = value(f, &v)?,
@@ -264,6 +302,40 @@ mod tests {
             (5, Some(77), 16, 64)
         );
         assert_eq!(c.host, "127.0.0.9");
+        assert_eq!(
+            (c.transport, c.protocol_name()),
+            (Transport::WebSocket, "sockjs")
+        );
+    }
+
+    #[test]
+    fn xhr_streaming() {
+        let c = parse(args(
+            "--port 1 --scenario room --rates 10 --protocol sockjs-xhr-streaming",
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.protocol, c.transport, c.protocol_name()),
+            (
+                Protocol::SockJs,
+                Transport::XhrStreaming,
+                "sockjs-xhr-streaming"
+            )
+        );
+        assert_eq!(c.sockets_per_client(), 2);
+        let idle = parse(args(
+            "--port 1 --scenario idle --protocol=sockjs-xhr-streaming",
+        ))
+        .unwrap();
+        assert_eq!(idle.sockets_per_client(), 1);
+        let ws = parse(args(
+            "--port 1 --scenario echo --protocol sockjs-xhr-streaming --protocol ws",
+        ))
+        .unwrap();
+        assert_eq!(
+            (ws.transport, ws.sockets_per_client()),
+            (Transport::WebSocket, 1)
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::cli::{Config, Scenario};
 use crate::conn::{pump, Conn, Phase, ReadEnd};
 use crate::dispatch::{self, ConnParts, Ctx, Stop};
 use crate::frame::XorShift;
+use crate::load::Load;
 use crate::metrics::Stats;
 use crate::pacer::Pacer;
 use crate::procfs::Proc;
@@ -22,17 +23,17 @@ use crate::protocols::Codec;
 mod connect;
 
 /// Reads per connection per readiness event before others get a turn.
-const READ_BUDGET: usize = 4;
+pub const READ_BUDGET: usize = 4;
 /// The shared read buffer: large enough that a busy connection's backlog
 /// comes in a few reads, small enough to stay in L2.
-const SCRATCH_BYTES: usize = 256 << 10;
+pub const SCRATCH_BYTES: usize = 256 << 10;
 /// An open loop skips a connection whose unsent bytes exceed this.
 pub const BACKLOG_CAP: usize = 1 << 20;
 /// Attempts per connection before the run gives up.
-const MAX_ATTEMPTS: u8 = 3;
-const RETRY_DELAY_NS: u64 = 250_000_000;
+pub const MAX_ATTEMPTS: u8 = 3;
+pub const RETRY_DELAY_NS: u64 = 250_000_000;
 /// Closures reported one by one on stderr before going quiet.
-const CLOSES_REPORTED: u64 = 5;
+pub const CLOSES_REPORTED: u64 = 5;
 
 pub struct Engine {
     poll: Poll,
@@ -46,11 +47,11 @@ pub struct Engine {
     payload_size: usize,
     in_flight: u32,
     channel_size: usize,
-    pub conns: Vec<Conn>,
+    conns: Vec<Conn>,
     scratch: Vec<u8>,
     codec: Codec,
     rng: XorShift,
-    pub stats: Stats,
+    stats: Stats,
     /// Connections with queued bytes to write at the end of this turn.
     dirty: Vec<u32>,
     /// Connections whose read budget ran out with data maybe left.
@@ -61,8 +62,8 @@ pub struct Engine {
     retry: VecDeque<(u64, u32)>,
     /// Connections between TCP connect and ready.
     opening: usize,
-    pub ready: usize,
-    pub joined: usize,
+    ready: usize,
+    joined: usize,
     closed_loop: bool,
     pacer: Option<Pacer>,
     rr: usize,
@@ -131,58 +132,43 @@ impl Engine {
             next_alive_check_ns: 0,
         })
     }
+}
 
-    /// Nanoseconds since the load generator started: the clock of the
-    /// payload stamps.
+impl Load for Engine {
     #[inline]
-    pub fn now(&self) -> u64 {
+    fn now(&self) -> u64 {
         self.clock.elapsed().as_nanos() as u64
     }
 
-    /// Opens every connection; fails when one cannot be opened after
-    /// MAX_ATTEMPTS, or when no connection becomes ready for 30 s.
-    pub fn connect_all(&mut self) -> Result<(), String> {
-        let total = self.conns.len();
-        let (mut last_ready, mut last_change) = (0, self.now());
-        while self.ready < total {
-            let deadline = self.now() + 1_000_000_000;
-            self.run(deadline, |e| e.ready == total)?;
-            let now = self.now();
-            if self.ready != last_ready {
-                (last_ready, last_change) = (self.ready, now);
-            } else if now - last_change > 30_000_000_000 {
-                return Err(format!(
-                    "connections stalled: {} of {total} open, {} handshaking, none opened for 30 s",
-                    self.ready, self.opening
-                ));
-            }
-            if self.ready < total {
-                eprintln!(
-                    "progress: connecting: {}/{total} open, {} handshaking",
-                    self.ready, self.opening
-                );
-            }
-        }
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    fn total(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn ready(&self) -> usize {
+        self.ready
+    }
+
+    fn opening(&self) -> usize {
+        self.opening
+    }
+
+    fn joined(&self) -> usize {
+        self.joined
+    }
+
+    fn end_connect_phase(&mut self) {
         self.connect_phase_over = true;
-        Ok(())
     }
 
-    /// channels: waits until every connection has been answered `joined`.
-    pub fn wait_joined(&mut self) -> Result<(), String> {
-        let deadline = self.now() + 30_000_000_000;
-        self.run(deadline, |e| e.joined >= e.ready)?;
-        if self.joined < self.ready {
-            return Err(format!(
-                "only {} of {} connections were answered `joined` within 30 s",
-                self.joined, self.ready
-            ));
-        }
-        Ok(())
-    }
-
-    /// Closed loops: every ready connection sends its first K messages; from
-    /// then on each own message coming back sends the next.
-    pub fn start_closed_loop(&mut self) {
+    fn start_closed_loop(&mut self) {
         self.closed_loop = true;
         let now = self.now();
         for (idx, conn) in self.conns.iter_mut().enumerate() {
@@ -204,15 +190,8 @@ impl Engine {
         }
     }
 
-    /// Open loop: from now on, `rate` messages/s over all connections.
-    pub fn set_rate(&mut self, rate: f64) {
+    fn set_rate(&mut self, rate: f64) {
         self.pacer = Some(Pacer::new(self.now(), rate));
-    }
-
-    /// Runs the loop for `secs` seconds.
-    pub fn run_for(&mut self, secs: f64) -> Result<(), String> {
-        let deadline = self.now() + (secs * 1e9) as u64;
-        self.run(deadline, |_| false)
     }
 
     fn run(&mut self, deadline_ns: u64, done: impl Fn(&Engine) -> bool) -> Result<(), String> {
@@ -227,7 +206,9 @@ impl Engine {
             self.turn(&mut events, deadline_ns)?;
         }
     }
+}
 
+impl Engine {
     /// One loop turn: wait for readiness (or the next timer), read, pace,
     /// flush, start connections.
     fn turn(&mut self, events: &mut Events, deadline_ns: u64) -> Result<(), String> {

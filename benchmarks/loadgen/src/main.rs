@@ -1,5 +1,6 @@
 //! switchboard-loadgen: the native load generator of the benchmark suite,
-//! for WebSocket servers and (with `--protocol http`) HTTP/1.1 servers. One
+//! for WebSocket servers (and SockJS servers over its xhr-streaming
+//! transport) and (with `--protocol http`) HTTP/1.1 servers. One
 //! process, one thread, one epoll loop; see README.md for the command line
 //! and the JSON it prints.
 
@@ -10,11 +11,14 @@ mod engine;
 mod frame;
 mod handshake;
 mod http;
+mod load;
 mod metrics;
+mod net;
 mod pacer;
 mod payload;
 mod protocols;
 mod scenarios;
+mod xhr;
 
 // Shared with switchboard-rpcload through the library target (src/lib.rs).
 use switchboard_loadgen::{procfs, sys};
@@ -37,7 +41,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(msg) = sys::fit_connections(cfg.connections) {
+    if let Err(msg) = sys::fit_sockets(cfg.connections, cfg.sockets_per_client()) {
         eprintln!("error: {msg}");
         return ExitCode::from(2);
     }

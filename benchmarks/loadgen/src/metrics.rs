@@ -170,6 +170,27 @@ pub struct HttpFigures {
     pub first_error: Option<String>,
 }
 
+/// The xhr-streaming transport's own figures of the window
+/// (`"xhr_streaming"` in the JSON; null in the other protocols' steps).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XhrFigures {
+    /// Streaming responses the server ended (at its response limit), each
+    /// followed at once by the session's next xhr_streaming request.
+    pub streams_ended: u64,
+    /// Streams reopened on a new TCP connection (the response ended with
+    /// its connection, or the server closed it between responses).
+    pub stream_reconnects: u64,
+    /// xhr_send requests answered.
+    pub send_requests: u64,
+    /// TCP connections opened for xhr_send (a server closes an idle
+    /// keep-alive connection: Node's after 5 s).
+    pub send_connects: u64,
+    /// xhr_send requests sent again on a new connection because the server
+    /// closed theirs before answering (an idle keep-alive connection closed
+    /// as the request arrived).
+    pub send_retries: u64,
+}
+
 /// `s` as a JSON string literal.
 pub fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -204,6 +225,7 @@ pub struct Step<'a> {
     pub server: Option<Server>,
     pub idle: Option<Idle>,
     pub http: Option<HttpFigures>,
+    pub xhr: Option<XhrFigures>,
 }
 
 fn num(v: f64) -> String {
@@ -283,12 +305,29 @@ impl Step<'_> {
                 opt(h.first_error.as_deref(), json_string)
             )
         });
+        let xhr = opt(self.xhr.as_ref(), |x| {
+            let per_send = if x.send_requests > 0 {
+                num(self.sent as f64 / x.send_requests as f64)
+            } else {
+                "null".into()
+            };
+            format!(
+                "{{\"streams_ended\": {}, \"stream_reconnects\": {}, \"send_requests\": {}, \
+                 \"messages_per_send\": {per_send}, \"send_connects\": {}, \"send_retries\": {}}}",
+                x.streams_ended,
+                x.stream_reconnects,
+                x.send_requests,
+                x.send_connects,
+                x.send_retries
+            )
+        });
         format!(
             "{{\"type\": \"step\", \"scenario\": \"{}\", \"protocol\": \"{}\", \"connections\": {}, \
              \"connected\": {}, \"payload\": {}, \"in_flight\": {}, \"rate\": {}, \"duration_s\": {}, \
              \"sent\": {}, \"received\": {}, \"sent_per_s\": {}, \"received_per_s\": {}, \
              \"latency_us\": {latency}, \"errors\": {{\"connect\": {}, \"closed\": {}, \"protocol\": {}, \
-             \"backlogged\": {}}}, \"loadgen\": {{{}}}, \"server\": {server}, \"idle\": {idle}, \"http\": {http}}}",
+             \"backlogged\": {}}}, \"loadgen\": {{{}}}, \"server\": {server}, \"idle\": {idle}, \"http\": {http}, \
+             \"xhr_streaming\": {xhr}}}",
             self.scenario,
             self.protocol,
             self.connections,
@@ -365,6 +404,7 @@ mod tests {
             server: None,
             idle: None,
             http: None,
+            xhr: None,
         };
         let j = step.to_json();
         assert!(!j.contains('\n'));
@@ -377,9 +417,23 @@ mod tests {
             "\"mean\": null",
             "\"backlogged\": 3}",
             "\"loadgen\": {\"user_s\": 0.5, \"sys_s\": 0.25, \"cpu_util\": 0.375}",
-            "\"server\": null, \"idle\": null, \"http\": null}",
+            "\"server\": null, \"idle\": null, \"http\": null, \"xhr_streaming\": null}",
         ] {
             assert!(j.contains(part), "{part} in {j}");
         }
+        let with_xhr = Step {
+            xhr: Some(XhrFigures {
+                streams_ended: 3,
+                stream_reconnects: 1,
+                send_requests: 1000,
+                send_connects: 2,
+                send_retries: 0,
+            }),
+            ..step
+        };
+        assert!(with_xhr.to_json().ends_with(
+            "\"xhr_streaming\": {\"streams_ended\": 3, \"stream_reconnects\": 1, \"send_requests\": 1000, \
+             \"messages_per_send\": 4, \"send_connects\": 2, \"send_retries\": 0}}"
+        ));
     }
 }

@@ -1,7 +1,10 @@
 //! The three framings of SCENARIOS.md over one WebSocket client: plain `ws`,
 //! Socket.IO 5 over Engine.IO 4 (`socketio`) and SockJS's WebSocket
-//! transport (`sockjs`). Payloads are ASCII that needs no JSON escaping, so
-//! wrapping is a fixed prefix and suffix and unwrapping is a slice.
+//! transport (`sockjs`); the SockJS frames are the same on its xhr-streaming
+//! transport (`crate::xhr`). Payloads are ASCII that needs no JSON escaping,
+//! so wrapping is a fixed prefix and suffix and unwrapping is a slice; a
+//! string a server did escape (JSON allows any character to be, and
+//! sockjs-node escapes some as `\uXXXX`) is decoded first, off that path.
 
 use crate::frame::{self, XorShift, OP_TEXT};
 
@@ -60,6 +63,17 @@ fn err(what: &str, text: &[u8]) -> ProtoError {
     ProtoError(format!("{what}: {:?}", String::from_utf8_lossy(shown)))
 }
 
+/// A SockJS session's URL before its transport: `/<endpoint>/<server>/<session>`,
+/// a server id of 3 digits and a session id of 8 random characters.
+pub fn sockjs_session(endpoint: &str, rng: &mut XorShift) -> String {
+    const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let server = rng.next_u64() % 1000;
+    let session: String = (0..8)
+        .map(|_| ALNUM[(rng.next_u64() % ALNUM.len() as u64) as usize] as char)
+        .collect();
+    format!("/{endpoint}/{server:03}/{session}")
+}
+
 /// Framing for one run: the protocol and the endpoint (`echo`, `room`, ...).
 pub struct Codec {
     pub protocol: Protocol,
@@ -86,13 +100,7 @@ impl Codec {
             Protocol::Ws => format!("/{}", self.endpoint),
             Protocol::SocketIo => "/socket.io/?EIO=4&transport=websocket".to_string(),
             Protocol::SockJs => {
-                // SockJS URLs carry a server id (3 digits) and a session id.
-                const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-                let server = rng.next_u64() % 1000;
-                let session: String = (0..8)
-                    .map(|_| ALNUM[(rng.next_u64() % ALNUM.len() as u64) as usize] as char)
-                    .collect();
-                format!("/{}/{server:03}/{session}/websocket", self.endpoint)
+                format!("{}/websocket", sockjs_session(&self.endpoint, rng))
             }
         }
     }
@@ -158,13 +166,11 @@ impl Codec {
         frame::finish_masked(out, start, mask);
     }
 
-    /// Interprets one text message from the server.
+    /// Interprets one text message from the server. A payload is handed
+    /// to `on` as a slice of `text`, or of a buffer holding it decoded
+    /// when the server escaped some of it.
     #[inline]
-    pub fn decode<'a>(
-        &self,
-        text: &'a [u8],
-        mut on: impl FnMut(Event<'a>),
-    ) -> Result<(), ProtoError> {
+    pub fn decode(&self, text: &[u8], mut on: impl FnMut(Event<'_>)) -> Result<(), ProtoError> {
         match self.protocol {
             Protocol::Ws => {
                 on(Event::Payload(text));
@@ -176,17 +182,16 @@ impl Codec {
     }
 
     #[inline]
-    fn decode_socketio<'a>(
+    fn decode_socketio(
         &self,
-        text: &'a [u8],
-        mut on: impl FnMut(Event<'a>),
+        text: &[u8],
+        mut on: impl FnMut(Event<'_>),
     ) -> Result<(), ProtoError> {
         // The common case first: our own event, `42/<endpoint>,["m","<payload>"]`.
         if let Some(rest) = text.strip_prefix(&self.sio_event[..]) {
-            let (payload, _) =
+            let s =
                 json_string_body(rest).ok_or_else(|| err("unterminated Socket.IO event", text))?;
-            on(Event::Payload(payload));
-            return Ok(());
+            return payload_event(s, text, &mut on);
         }
         match text.first() {
             Some(b'0') => on(Event::Open),
@@ -196,10 +201,12 @@ impl Codec {
             Some(b'4') => match text.get(1) {
                 Some(b'0') if text.starts_with(&self.sio_join) => on(Event::NamespaceJoined),
                 Some(b'1') => on(Event::Closed),
-                Some(b'2') => on(Event::Payload(
+                Some(b'2') => payload_event(
                     socketio_event_arg(&text[2..])
                         .ok_or_else(|| err("unexpected Socket.IO event", text))?,
-                )),
+                    text,
+                    &mut on,
+                )?,
                 Some(b'4') => return Err(err("Socket.IO namespace refused", text)),
                 _ => return Err(err("unexpected Socket.IO packet", text)),
             },
@@ -211,23 +218,127 @@ impl Codec {
 
 /// The first argument after the event name of a Socket.IO event packet
 /// (after `42`): `[/<ns>,][<ack id>]["<event>","<arg>",...]`.
-fn socketio_event_arg(mut s: &[u8]) -> Option<&[u8]> {
+fn socketio_event_arg(mut s: &[u8]) -> Option<JsonStr<'_>> {
     if s.first() == Some(&b'/') {
         let comma = s.iter().position(|&b| b == b',')?;
         s = &s[comma + 1..];
     }
     let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
     s = s[digits..].strip_prefix(b"[\"")?;
-    let (_, end) = json_string_body(s)?;
-    let s = s[end..].strip_prefix(b",\"")?;
-    Some(json_string_body(s)?.0)
+    let first = json_string_body(s)?;
+    let s = s[first.end..].strip_prefix(b",\"")?;
+    json_string_body(s)
 }
 
-/// Given the bytes after a JSON string's opening quote, the string's body
-/// (still escaped: load payloads never need escaping) and the index just
-/// past its closing quote.
+/// A JSON string found in a message: its body as sent (between the quotes,
+/// escapes and all), the index just past its closing quote, and whether the
+/// body holds an escape (then it must be decoded to be read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct JsonStr<'a> {
+    body: &'a [u8],
+    end: usize,
+    escaped: bool,
+}
+
+/// Hands `on` the payload `s` carries: the body itself when nothing in it
+/// is escaped (every load payload), else its decoded copy.
 #[inline]
-fn json_string_body(s: &[u8]) -> Option<(&[u8], usize)> {
+fn payload_event(
+    s: JsonStr<'_>,
+    text: &[u8],
+    on: &mut impl FnMut(Event<'_>),
+) -> Result<(), ProtoError> {
+    if !s.escaped {
+        on(Event::Payload(s.body));
+        return Ok(());
+    }
+    let decoded = unescaped_payload(s.body, text)?;
+    on(Event::Payload(&decoded));
+    Ok(())
+}
+
+/// The escaped path, out of line: load payloads never take it, and
+/// inlined it cost the per-message path a third of its time.
+#[cold]
+#[inline(never)]
+fn unescaped_payload(body: &[u8], text: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    let mut decoded = Vec::with_capacity(body.len());
+    json_unescape(body, &mut decoded).map_err(|e| err(e, text))?;
+    Ok(decoded)
+}
+
+/// Appends the UTF-8 text of a JSON string's body (RFC 8259 §7): the
+/// two-character escapes and `\uXXXX`, a surrogate pair as the one
+/// character it encodes. A lone surrogate, which JSON allows and UTF-8
+/// cannot hold, becomes U+FFFD, as a UTF-8 decoder's replacement would.
+pub fn json_unescape(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+    fn hex4(b: Option<&[u8]>) -> Option<u32> {
+        let b = b?;
+        let s = std::str::from_utf8(b).ok()?;
+        if !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(s, 16).ok()
+    }
+    const BAD_U: &str = "a \\u escape without four hex digits";
+    let mut i = 0;
+    while i < body.len() {
+        // Runs without escapes go over as they are.
+        let run = memchr::memchr(b'\\', &body[i..]).unwrap_or(body.len() - i);
+        out.extend_from_slice(&body[i..i + run]);
+        i += run;
+        if i == body.len() {
+            break;
+        }
+        let Some(&e) = body.get(i + 1) else {
+            return Err("a backslash that escapes nothing");
+        };
+        i += 2;
+        let c = match e {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex4(body.get(i..i + 4)).ok_or(BAD_U)?;
+                i += 4;
+                let code = match unit {
+                    0xD800..=0xDBFF => {
+                        // A high surrogate: a low one must follow for a character.
+                        let low = body
+                            .get(i..i + 2)
+                            .filter(|p| *p == b"\\u")
+                            .and_then(|_| hex4(body.get(i + 2..i + 6)))
+                            .filter(|l| (0xDC00..=0xDFFF).contains(l));
+                        match low {
+                            Some(low) => {
+                                i += 6;
+                                0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                            }
+                            None => 0xFFFD,
+                        }
+                    }
+                    0xDC00..=0xDFFF => 0xFFFD,
+                    u => u,
+                };
+                char::from_u32(code).unwrap_or('\u{FFFD}')
+            }
+            _ => return Err("an unknown escape in a JSON string"),
+        };
+        let mut utf8 = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+    }
+    Ok(())
+}
+
+/// Given the bytes after a JSON string's opening quote, the string as
+/// [`JsonStr`] (still escaped: load payloads never need escaping).
+#[inline]
+fn json_string_body(s: &[u8]) -> Option<JsonStr<'_>> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Marks the bytes of `v` equal to `b`. Borrows can only mark bytes after
@@ -237,6 +348,12 @@ fn json_string_body(s: &[u8]) -> Option<(&[u8], usize)> {
         x.wrapping_sub(ONES) & !x & HIGH
     };
     let mut i = 0;
+    let mut escaped = false;
+    let found = |at: usize, escaped: bool| JsonStr {
+        body: &s[..at],
+        end: at + 1,
+        escaped,
+    };
     // Eight bytes at a time up to the first quote or backslash: payloads
     // are long runs of neither.
     while i + 8 <= s.len() {
@@ -250,22 +367,29 @@ fn json_string_body(s: &[u8]) -> Option<(&[u8], usize)> {
         }
         let at = i + (m.trailing_zeros() / 8) as usize;
         if s[at] == b'"' {
-            return Some((&s[..at], at + 1));
+            return Some(found(at, escaped));
         }
+        escaped = true;
         i = at + 2;
     }
     while i < s.len() {
         match s[i] {
-            b'"' => return Some((&s[..i], i + 1)),
-            b'\\' => i += 2,
+            b'"' => return Some(found(i, escaped)),
+            b'\\' => {
+                escaped = true;
+                i += 2
+            }
             _ => i += 1,
         }
     }
     None
 }
 
+/// Interprets one SockJS frame (a WebSocket text message, or a line of an
+/// xhr-streaming response): `o`, `h`, `a[...]` (each message one
+/// [`Event::Payload`]), `c[...]`, or the older `m"..."`.
 #[inline]
-fn decode_sockjs<'a>(text: &'a [u8], mut on: impl FnMut(Event<'a>)) -> Result<(), ProtoError> {
+pub fn decode_sockjs(text: &[u8], mut on: impl FnMut(Event<'_>)) -> Result<(), ProtoError> {
     match text.first() {
         Some(b'a') => {
             // a["m1","m2",...]: one frame may batch several messages.
@@ -276,9 +400,9 @@ fn decode_sockjs<'a>(text: &'a [u8], mut on: impl FnMut(Event<'a>)) -> Result<()
                 s = s
                     .strip_prefix(b"\"")
                     .ok_or_else(|| err("bad SockJS array", text))?;
-                let (body, end) =
-                    json_string_body(s).ok_or_else(|| err("bad SockJS array", text))?;
-                on(Event::Payload(body));
+                let string = json_string_body(s).ok_or_else(|| err("bad SockJS array", text))?;
+                payload_event(string, text, &mut on)?;
+                let end = string.end;
                 match s.get(end) {
                     Some(b',') => s = &s[end + 1..],
                     Some(b']') => return Ok(()),
@@ -291,11 +415,8 @@ fn decode_sockjs<'a>(text: &'a [u8], mut on: impl FnMut(Event<'a>)) -> Result<()
             let s = text[1..]
                 .strip_prefix(b"\"")
                 .ok_or_else(|| err("bad SockJS message", text))?;
-            on(Event::Payload(
-                json_string_body(s)
-                    .ok_or_else(|| err("bad SockJS message", text))?
-                    .0,
-            ));
+            let string = json_string_body(s).ok_or_else(|| err("bad SockJS message", text))?;
+            payload_event(string, text, &mut on)?;
         }
         Some(b'o') => on(Event::Open),
         Some(b'h') => {}
@@ -382,7 +503,11 @@ mod tests {
         );
         assert_eq!(
             events(&c, br#"42/room,["m","a\"b"]"#).unwrap(),
-            [r#"payload a\"b"#]
+            [r#"payload a"b"#]
+        );
+        assert_eq!(
+            events(&c, br#"42/room,1["m","\u00e9",2]"#).unwrap(),
+            ["payload é"]
         );
         assert_eq!(events(&c, b"41/room,").unwrap(), ["Closed"]);
         assert_eq!(events(&c, b"1").unwrap(), ["Closed"]);
@@ -406,7 +531,19 @@ mod tests {
         assert_eq!(events(&c, br#"a["joined"]"#).unwrap(), ["payload joined"]);
         assert_eq!(
             events(&c, br#"a["p1","p2","p\\3"]"#).unwrap(),
-            ["payload p1", "payload p2", r"payload p\\3"]
+            ["payload p1", "payload p2", r"payload p\3"]
+        );
+        // Escaped payloads arrive decoded, a stamp spelt with \u escapes too.
+        assert_eq!(
+            events(
+                &c,
+                br#"a["\u0030000000000000001\u00300000002xxxxxxxx","caf\u00e9 \ud83d\ude00\n"]"#
+            )
+            .unwrap(),
+            [
+                "payload 000000000000000100000002xxxxxxxx",
+                "payload café 😀\n"
+            ]
         );
         assert_eq!(events(&c, br#"m"single""#).unwrap(), ["payload single"]);
         assert_eq!(events(&c, br#"c[3000,"Go away!"]"#).unwrap(), ["Closed"]);
@@ -415,18 +552,30 @@ mod tests {
         assert!(events(&c, b"").is_err());
     }
 
+    /// `json_string_body`'s answer as (body, end, escaped).
+    fn string_at(s: &[u8]) -> Option<(&[u8], usize, bool)> {
+        json_string_body(s).map(|j| (j.body, j.end, j.escaped))
+    }
+
     #[test]
     fn json_strings() {
-        assert_eq!(json_string_body(br#"abc"]"#), Some((&b"abc"[..], 4)));
-        assert_eq!(json_string_body(b"\""), Some((&b""[..], 1)));
+        assert_eq!(string_at(br#"abc"]"#), Some((&b"abc"[..], 4, false)));
+        assert_eq!(string_at(b"\""), Some((&b""[..], 1, false)));
         assert_eq!(
-            json_string_body(br#"0123456789abcdef"x"#),
-            Some((&b"0123456789abcdef"[..], 17))
+            string_at(br#"0123456789abcdef"x"#),
+            Some((&b"0123456789abcdef"[..], 17, false))
         );
         let escaped = br#"01234\"67\\89ab"x"#;
-        assert_eq!(json_string_body(escaped), Some((&escaped[..15], 16)));
-        assert_eq!(json_string_body(br#"0123456\"#), None);
-        assert_eq!(json_string_body(b"0123456789abcdefg"), None);
+        assert_eq!(string_at(escaped), Some((&escaped[..15], 16, true)));
+        // An escape found by the eight-byte loop, and by the byte loop after it.
+        assert_eq!(string_at(br#"0123456789\u0041"#), None);
+        assert_eq!(
+            string_at(br#"0123456789\u0041""#),
+            Some((&br#"0123456789\u0041"#[..], 17, true))
+        );
+        assert_eq!(string_at(br#"ab\"""#), Some((&br#"ab\""#[..], 5, true)));
+        assert_eq!(string_at(br#"0123456\"#), None);
+        assert_eq!(string_at(b"0123456789abcdefg"), None);
         // Every position of the closing quote, after every kind of byte.
         for len in 0..40 {
             for fill in [
@@ -443,12 +592,57 @@ mod tests {
                 let mut s = vec![fill; len];
                 s.extend_from_slice(b"\"tail\"");
                 assert_eq!(
-                    json_string_body(&s),
-                    Some((&s[..len], len + 1)),
+                    string_at(&s),
+                    Some((&s[..len], len + 1, false)),
                     "len {len} fill {fill}"
                 );
             }
         }
+    }
+
+    fn unescaped(body: &[u8]) -> Result<String, &'static str> {
+        let mut out = b"pre:".to_vec();
+        json_unescape(body, &mut out)?;
+        Ok(String::from_utf8(out).expect("UTF-8"))
+    }
+
+    #[test]
+    fn json_escapes() {
+        assert_eq!(unescaped(b"plain"), Ok("pre:plain".into()));
+        assert_eq!(
+            unescaped(br#"\"\\\/\b\f\n\r\t"#),
+            Ok("pre:\"\\/\u{8}\u{c}\n\r\t".into())
+        );
+        // What sockjs-node escapes: control characters, U+2028 and friends, surrogates.
+        assert_eq!(
+            unescaped(br#"a\u0000\u001f\u2028\u00E9\uFFFF"#),
+            Ok("pre:a\u{0}\u{1f}\u{2028}é\u{ffff}".into())
+        );
+        assert_eq!(unescaped(br#"\ud83d\ude00!"#), Ok("pre:😀!".into()));
+        assert_eq!(unescaped(br#"\uD83D\uDE00"#), Ok("pre:😀".into()));
+        // Lone surrogates, in every arrangement, become U+FFFD.
+        assert_eq!(unescaped(br#"\ud83dx"#), Ok("pre:\u{fffd}x".into()));
+        assert_eq!(
+            unescaped(br#"\ude00\ud83d"#),
+            Ok("pre:\u{fffd}\u{fffd}".into())
+        );
+        assert_eq!(unescaped(br#"\ud83d\u0041"#), Ok("pre:\u{fffd}A".into()));
+        assert_eq!(unescaped(br#"\ud83d\n"#), Ok("pre:\u{fffd}\n".into()));
+        for bad in [
+            &br#"\"#[..],
+            br#"a\x"#,
+            br#"\u12"#,
+            br#"\u12g4"#,
+            br#"\u+123"#,
+        ] {
+            assert!(
+                unescaped(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // UTF-8 passes through.
+        assert_eq!(unescaped("é\\n".as_bytes()), Ok("pre:é\n".into()));
     }
 
     #[test]

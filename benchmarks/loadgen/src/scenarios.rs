@@ -1,8 +1,10 @@
 //! The four scenarios of SCENARIOS.md as sequences of engine phases:
-//! connect, (join), warm up, measure, report.
+//! connect, (join), warm up, measure, report; over any transport's engine
+//! (`load.rs`).
 
-use crate::cli::{Config, Scenario};
+use crate::cli::{Config, Scenario, Transport};
 use crate::engine::Engine;
+use crate::load::Load;
 use crate::metrics::{Cpu, Idle, Server, Step};
 use crate::procfs::{Proc, ProcSample};
 use crate::sys;
@@ -15,7 +17,7 @@ struct Snapshot {
     server: Option<ProcSample>,
 }
 
-fn snapshot(engine: &Engine, server: Option<&Proc>) -> Result<Snapshot, String> {
+fn snapshot(engine: &impl Load, server: Option<&Proc>) -> Result<Snapshot, String> {
     let (user_s, sys_s) = sys::self_cpu_seconds();
     let server = server.map(Proc::sample).transpose()?;
     Ok(Snapshot {
@@ -41,7 +43,7 @@ fn cpu(user_s: f64, sys_s: f64, secs: f64) -> Cpu {
 /// The step's JSON from the window between two snapshots.
 fn step(
     cfg: &Config,
-    engine: &Engine,
+    engine: &impl Load,
     server: Option<&Proc>,
     start: &Snapshot,
     end: &Snapshot,
@@ -61,38 +63,39 @@ fn step(
     let closed_loop = matches!(cfg.scenario, Scenario::Echo | Scenario::Channels);
     Step {
         scenario: cfg.scenario.name(),
-        protocol: cfg.protocol.name(),
+        protocol: cfg.protocol_name(),
         connections: cfg.connections,
-        connected: engine.ready,
+        connected: engine.ready(),
         payload: cfg.payload,
         in_flight: closed_loop.then_some(cfg.in_flight),
         rate,
         duration_s: secs,
-        sent: engine.stats.sent,
-        received: engine.stats.received,
-        latency: engine.stats.latency(),
-        errors: engine.stats.errors,
+        sent: engine.stats().sent,
+        received: engine.stats().received,
+        latency: engine.stats().latency(),
+        errors: engine.stats().errors,
         loadgen: cpu(end.user_s - start.user_s, end.sys_s - start.sys_s, secs),
         server,
         idle: None,
         http: None,
+        xhr: engine.xhr_figures(),
     }
 }
 
 /// Warm-up, then the measured window.
 fn measure(
-    engine: &mut Engine,
+    engine: &mut impl Load,
     cfg: &Config,
     server: Option<&Proc>,
     rate: Option<f64>,
 ) -> Result<Step<'static>, String> {
-    engine.stats.reset_step_errors();
+    engine.stats_mut().reset_step_errors();
     engine.run_for(cfg.warmup_s)?;
     let start = snapshot(engine, server)?;
-    engine.stats.reset_window();
-    engine.stats.measuring = true;
+    engine.reset_window();
+    engine.stats_mut().measuring = true;
     engine.run_for(cfg.duration_s)?;
-    engine.stats.measuring = false;
+    engine.stats_mut().measuring = false;
     let end = snapshot(engine, server)?;
     Ok(step(cfg, engine, server, &start, &end, rate))
 }
@@ -136,20 +139,37 @@ pub fn run(cfg: &Config) -> Result<(), String> {
         }
         _ => None,
     };
-    let mut engine = Engine::new(cfg, server)?;
     eprintln!(
         "progress: opening {} connections to {}:{} (/{} over {})",
         cfg.connections,
         cfg.host,
         cfg.port,
         cfg.scenario.endpoint(),
-        cfg.protocol.name()
+        cfg.protocol_name()
     );
+    match cfg.transport {
+        Transport::WebSocket => drive(cfg, Engine::new(cfg, server)?, server, rss_before),
+        Transport::XhrStreaming => drive(
+            cfg,
+            crate::xhr::Engine::new(cfg, server)?,
+            server,
+            rss_before,
+        ),
+    }
+}
+
+/// The scenario's phases on one engine.
+fn drive(
+    cfg: &Config,
+    mut engine: impl Load,
+    server: Option<Proc>,
+    rss_before: Option<u64>,
+) -> Result<(), String> {
     let t0 = engine.now();
     engine.connect_all()?;
     eprintln!(
         "progress: {} connections open in {:.2} s",
-        engine.ready,
+        engine.ready(),
         (engine.now() - t0) as f64 / 1e9
     );
     let server = server.as_ref();
@@ -164,7 +184,7 @@ pub fn run(cfg: &Config) -> Result<(), String> {
             engine.wait_joined()?;
             eprintln!(
                 "progress: {} connections joined their channels",
-                engine.joined
+                engine.joined()
             );
             engine.start_closed_loop();
             let s = measure(&mut engine, cfg, server, None)?;
@@ -194,7 +214,8 @@ pub fn run(cfg: &Config) -> Result<(), String> {
             let end = snapshot(&engine, server)?;
             let mut s = step(cfg, &engine, server, &start, &end, None);
             if let (Some(before), Some(after)) = (rss_before, end.server.map(|p| p.rss_kb)) {
-                let per_conn = (after as f64 - before as f64) * 1024.0 / engine.ready.max(1) as f64;
+                let per_conn =
+                    (after as f64 - before as f64) * 1024.0 / engine.ready().max(1) as f64;
                 s.idle = Some(Idle {
                     rss_before_kb: before,
                     rss_after_kb: after,

@@ -70,12 +70,23 @@ pub const SPARE_FDS: u64 = 16;
 /// `connections` sockets fit in it with [`SPARE_FDS`] to spare; the error
 /// says why not, for the command line.
 pub fn fit_connections(connections: usize) -> Result<(), String> {
+    fit_sockets(connections, 1)
+}
+
+/// As [`fit_connections`] for clients of `per_client` sockets each (an
+/// xhr-streaming client that sends has two).
+pub fn fit_sockets(connections: usize, per_client: usize) -> Result<(), String> {
     let limit =
         raise_fd_limit().map_err(|e| format!("cannot read or raise the open-file limit: {e}"))?;
-    let needed = connections as u64 + SPARE_FDS;
+    let needed = (connections * per_client) as u64 + SPARE_FDS;
     if needed > limit {
+        let each = if per_client > 1 {
+            format!(" ({per_client} sockets each)")
+        } else {
+            String::new()
+        };
         return Err(format!(
-            "--connections {connections} needs {needed} file descriptors, but this process may open only {limit} \
+            "--connections {connections}{each} needs {needed} file descriptors, but this process may open only {limit} \
              (the hard RLIMIT_NOFILE)"
         ));
     }

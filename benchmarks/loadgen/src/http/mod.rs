@@ -12,7 +12,7 @@
 pub mod cli;
 mod engine;
 mod request;
-mod response;
+pub(crate) mod response;
 
 use crate::frame::XorShift;
 use crate::metrics::{Cpu, HttpFigures, Server, Step};
@@ -145,6 +145,7 @@ pub fn run(cfg: &cli::Config) -> Result<(String, Option<String>), String> {
             bad: engine.failures.bad,
             first_error: engine.failures.first.clone(),
         }),
+        xhr: None,
     };
     let per_s = step.received as f64 / secs.max(1e-9);
     eprintln!(

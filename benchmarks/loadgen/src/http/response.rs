@@ -10,7 +10,10 @@
 //! (chunk extensions and trailers are skipped). Interim `1xx` responses are
 //! skipped. A response that neither has a length nor is chunked (its body
 //! would end only when the server closes), one with both, or a malformed
-//! head or chunk is an error: the connection cannot go on.
+//! head or chunk is an error: the connection cannot go on. A parser made
+//! with [`Parser::until_close`] (SockJS's xhr-streaming transport, whose
+//! response may be HTTP/1.0) takes such a body instead, as
+//! [`Framing::Close`], and [`Parser::at_eof`] tells it ended.
 
 /// A response head (or a trailer section) longer than this is refused.
 pub const MAX_HEAD: usize = 64 << 10;
@@ -24,6 +27,10 @@ pub enum Framing {
     /// `Content-Length` (0 for 204 and 304 too).
     Length(u64),
     Chunked,
+    /// The body ends when the server closes the connection: an HTTP/1.0
+    /// response, or one with neither a length nor chunking. Only from a
+    /// parser made with [`Parser::until_close`].
+    Close,
 }
 
 /// What a response's head says about it.
@@ -58,11 +65,26 @@ enum State {
     ChunkEnd,
     /// Trailer fields after the last chunk, up to the empty line.
     Trailers,
+    /// Body bytes up to the close ([`Framing::Close`]).
+    UntilClose,
 }
 
 #[derive(Debug)]
 pub struct Parser {
     state: State,
+    /// Whether a body may end at the close ([`Parser::until_close`]).
+    until_close: bool,
+}
+
+/// Where a response stood when the server closed the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eof {
+    /// Between responses: no byte of a next one had been parsed.
+    Idle,
+    /// The close ended a [`Framing::Close`] body: the response is complete.
+    Ended,
+    /// The close cut a response short.
+    Truncated,
 }
 
 impl Default for Parser {
@@ -110,8 +132,10 @@ fn parse_chunk_size(line: &[u8]) -> Option<u64> {
 }
 
 /// A complete head at the start of `buf`: the head and its length, `None`
-/// for an interim (1xx) response, or an error.
-fn parse_head(buf: &[u8]) -> Result<Option<(Option<Head<'_>>, usize)>, String> {
+/// for an interim (1xx) response, or an error. `until_close`: an HTTP/1.0
+/// response, or a body framed by neither a length nor chunking, is
+/// [`Framing::Close`] rather than an error.
+fn parse_head(buf: &[u8], until_close: bool) -> Result<Option<(Option<Head<'_>>, usize)>, String> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut headers);
     let used = match res.parse(buf) {
@@ -123,7 +147,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<(Option<Head<'_>>, usize)>, String> {
         Err(e) => return Err(format!("malformed response head: {e}")),
     };
     let status = res.code.unwrap_or(0);
-    if res.version != Some(1) {
+    let http10 = res.version != Some(1);
+    if http10 && !until_close {
         return Err("an HTTP/1.0 response on an HTTP/1.1 keep-alive connection".into());
     }
     if (100..200).contains(&status) {
@@ -160,6 +185,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<(Option<Head<'_>>, usize)>, String> {
         _ if status == 204 || status == 304 => Framing::Length(0),
         (Some(n), false) => Framing::Length(n),
         (None, true) => Framing::Chunked,
+        (None, false) if until_close => Framing::Close,
         (None, false) => {
             return Err(format!(
                 "a {status} response with neither Content-Length nor chunked encoding (its body ends only at the close)"
@@ -170,14 +196,43 @@ fn parse_head(buf: &[u8]) -> Result<Option<(Option<Head<'_>>, usize)>, String> {
         status,
         content_type,
         framing,
-        close,
+        // An HTTP/1.0 server closes unless asked to keep the connection,
+        // and a close-delimited body ends with the connection: either
+        // way the connection carries no next request.
+        close: close || http10 || framing == Framing::Close,
     };
     Ok(Some((Some(head), used)))
 }
 
 impl Parser {
     pub fn new() -> Parser {
-        Parser { state: State::Head }
+        Parser {
+            state: State::Head,
+            until_close: false,
+        }
+    }
+
+    /// A parser that also takes a body ending at the close ([`Framing::Close`]).
+    pub fn until_close() -> Parser {
+        Parser {
+            state: State::Head,
+            until_close: true,
+        }
+    }
+
+    /// The server closed the connection: where that left the response.
+    /// A [`Framing::Close`] body is complete then ([`Eof::Ended`]; the
+    /// parser is ready for a response on a new connection). `pending`:
+    /// bytes the caller holds that were not parsed yet (an incomplete head).
+    pub fn at_eof(&mut self, pending: usize) -> Eof {
+        match self.state {
+            State::UntilClose => {
+                self.state = State::Head;
+                Eof::Ended
+            }
+            State::Head if pending == 0 => Eof::Idle,
+            _ => Eof::Truncated,
+        }
     }
 
     /// Parses what it can of `buf`, calling `on` for every event in order;
@@ -195,7 +250,7 @@ impl Parser {
                     if rest.is_empty() {
                         return Ok(at);
                     }
-                    let Some((head, used)) = parse_head(rest)? else {
+                    let Some((head, used)) = parse_head(rest, self.until_close)? else {
                         return Ok(at);
                     };
                     at += used;
@@ -210,7 +265,14 @@ impl Parser {
                         }
                         Framing::Length(n) => State::Length(n),
                         Framing::Chunked => State::ChunkSize,
+                        Framing::Close => State::UntilClose,
                     };
+                }
+                State::UntilClose => {
+                    if !rest.is_empty() {
+                        on(Event::Body(rest))?;
+                    }
+                    return Ok(buf.len());
                 }
                 State::Length(left) | State::ChunkData(left) => {
                     if rest.is_empty() {
@@ -293,7 +355,10 @@ mod tests {
     /// Feeds `parts` one after the other as reads would deliver them,
     /// carrying what the parser leaves over, as the engine does.
     fn parse_parts(parts: &[&[u8]]) -> Result<(Vec<Ev>, usize), String> {
-        let mut p = Parser::new();
+        parse_with(Parser::new(), parts)
+    }
+
+    fn parse_with(mut p: Parser, parts: &[&[u8]]) -> Result<(Vec<Ev>, usize), String> {
         let mut evs: Vec<Ev> = Vec::new();
         let mut carry: Vec<u8> = Vec::new();
         for part in parts {
@@ -442,6 +507,64 @@ mod tests {
             long.extend_from_slice(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
         }
         assert!(parse_parts(&[&long]).is_err());
+    }
+
+    #[test]
+    fn until_close_takes_bodies_that_end_at_the_close() {
+        // Framed responses parse as with `new`, an unframed body runs to the close.
+        let mut s = stream();
+        s.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhh\no\n");
+        let mut want = expected();
+        want.extend([
+            Ev::Head(200, Some(b"text/plain".to_vec()), Framing::Close, true),
+            Ev::Body(b"hh\no\n".to_vec()),
+        ]);
+        for cut in 0..=s.len() {
+            let (a, b) = s.split_at(cut);
+            assert_eq!(
+                parse_with(Parser::until_close(), &[a, b]),
+                Ok((want.clone(), 0)),
+                "cut at {cut}"
+            );
+        }
+        // HTTP/1.0: close-delimited, or with a length but never kept alive.
+        let (evs, _) = parse_with(Parser::until_close(), &[b"HTTP/1.0 200 OK\r\n\r\nab"]).unwrap();
+        assert_eq!(
+            evs,
+            [
+                Ev::Head(200, None, Framing::Close, true),
+                Ev::Body(b"ab".to_vec())
+            ]
+        );
+        let (evs, _) =
+            parse_with(Parser::until_close(), &[b"HTTP/1.0 204 No Content\r\n\r\n"]).unwrap();
+        assert_eq!(
+            evs,
+            [Ev::Head(204, None, Framing::Length(0), true), Ev::End]
+        );
+    }
+
+    #[test]
+    fn where_the_close_leaves_a_response() {
+        let mut p = Parser::until_close();
+        assert_eq!(p.at_eof(0), Eof::Idle);
+        assert_eq!(p.at_eof(3), Eof::Truncated, "an incomplete head");
+        p.feed(b"HTTP/1.1 200 OK\r\n\r\nabc", |_| Ok(())).unwrap();
+        assert_eq!(p.at_eof(0), Eof::Ended);
+        assert_eq!(p.at_eof(0), Eof::Idle, "ready for the next response");
+        p.feed(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab",
+            |_| Ok(()),
+        )
+        .unwrap();
+        assert_eq!(p.at_eof(0), Eof::Truncated);
+        let mut p = Parser::new();
+        p.feed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nab",
+            |_| Ok(()),
+        )
+        .unwrap();
+        assert_eq!(p.at_eof(0), Eof::Idle);
     }
 
     #[test]
