@@ -78,6 +78,7 @@ export {
   type RpcErrorHandler,
 } from './rpc/service.js';
 export { RpcConnection, type RpcTlsInfo, type RpcTransport } from './rpc/connection.js';
+export type { SubscribeHook } from './rpc/subscriptions.js';
 // The protocol's own vocabulary, so an app needs one import.
 export {
   defineAction,
