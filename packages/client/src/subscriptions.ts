@@ -165,7 +165,13 @@ export class Subscriptions {
     // No timeout: the server's hook answers, and a dead connection is the
     // heartbeat's to find. The payload is the name's bytes, whatever the codec.
     const action = wanted ? BuiltinAction.Subscribe : BuiltinAction.Unsubscribe;
-    peer.call(action, channelPayload(entry.channel), { raw: true, timeoutMs: 0 }).then(
+    let answer: Promise<unknown>;
+    try {
+      answer = peer.call(action, channelPayload(entry.channel), { raw: true, timeoutMs: 0 });
+    } catch (error) {
+      answer = Promise.reject(error); // settled below like any failed call
+    }
+    answer.then(
       () => {
         entry.busy = false;
         if (period === this.period) this.answered(entry, wanted, period);
