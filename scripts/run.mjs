@@ -95,6 +95,8 @@ function buildTypeScript() {
   // The protocol package first: the server may import it.
   must('npx', ['--no-install', 'tsc', '-p', 'packages/rpc/tsconfig.json']);
   must('npx', ['--no-install', 'tsc', '-b', 'packages/client']);
+  // The browser client as one ES module, which `app.clientBundle()` serves.
+  must('node', ['scripts/bundle-client.mjs']);
   must('npx', ['--no-install', 'tsc', '-p', 'packages/server/tsconfig.json']);
   must('node', ['scripts/write-cjs-entry.mjs']);
 }

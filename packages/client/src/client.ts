@@ -17,7 +17,7 @@ import type {
   RpcResponse,
   WrapOptions,
 } from 'switchboard-rpc';
-import { RpcError, RpcErrorCode, wrap } from 'switchboard-rpc';
+import { RpcError, RpcErrorCode, checkChannel, isBuiltinAction, wrap } from 'switchboard-rpc';
 import type { ConnectionSettings, Ending } from './connection.js';
 import { Connection } from './connection.js';
 import type { Unsubscribe } from './emitter.js';
@@ -25,6 +25,9 @@ import { Emitter } from './emitter.js';
 import { FATAL_CODES } from './handshake.js';
 import type { ClientEvents, ClientOptions, ClosedEvent, DisconnectEvent, ResolvedOptions, ServerInfo } from './options.js';
 import { ClientErrorCode, ConnectionState, backoffDelay, resolveOptions } from './options.js';
+import type { PublicationCallback, SubscribeOptions, SubscriptionHost } from './subscription.js';
+import { Subscription } from './subscription.js';
+import { Subscriptions } from './subscriptions.js';
 import type { TransportFactory } from './transport.js';
 import { OpenWaiters, deferredIterator, hasAttachments, releaseWriters } from './waiting.js';
 
@@ -53,6 +56,8 @@ export interface ClientStats {
   waitingCalls: number;
   /** Failed reconnect attempts since the last open. */
   reconnectAttempts: number;
+  /** Channels subscribed or being subscribed to (one each, however many `Subscription`s share it). */
+  channels: number;
   /** The current connection's counters, or null when there is none. */
   peer: PeerStats | null;
 }
@@ -113,6 +118,14 @@ export class Client extends Emitter<ClientEvents> {
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
   private closing: Promise<void> | null = null;
   private closedEvent: ClosedEvent | null = null;
+  private readonly subscriptions = new Subscriptions({
+    usablePeer: () => this.usablePeer(),
+    gap: (event) => this.emit('gap', event),
+  });
+  private readonly subscriptionHost: SubscriptionHost = {
+    remove: (subscription) => this.subscriptions.remove(subscription),
+    callbackFailed: (error, call) => this.emit('handlererror', { error, call }),
+  };
 
   constructor(options: ClientOptions) {
     super();
@@ -161,6 +174,7 @@ export class Client extends Emitter<ClientEvents> {
       state: this.current,
       waitingCalls: this.callWaiters.size,
       reconnectAttempts: this.attempts,
+      channels: this.subscriptions.channelCount,
       peer: this.peer?.stats() ?? null,
     };
   }
@@ -254,6 +268,7 @@ export class Client extends Emitter<ClientEvents> {
   handle<Req = unknown>(action: string, fn: (payload: Req, call: IncomingCall) => unknown): Unsubscribe;
   handle(action: string | Action<unknown, unknown>, fn: (payload: unknown, call: IncomingCall) => unknown): Unsubscribe {
     const name = nameOf(action);
+    if (isBuiltinAction(name)) throw new RpcError(RpcErrorCode.InvalidArgument, `actions starting with "$sb." are the protocol's own, got ${JSON.stringify(name)}`);
     const handler: IncomingHandler = typeof action === 'string' ? (call) => fn(call.decode(), call) : action.implement(fn);
     this.handlers.set(name, handler);
     return () => {
@@ -267,9 +282,49 @@ export class Client extends Emitter<ClientEvents> {
   }
 
   private dispatch(call: IncomingCall): unknown {
+    // A publication for a subscribed channel (§10) goes to its subscriptions, not to a handler.
+    if (call.callId === 0 && this.subscriptions.deliver(call)) return undefined;
     const handler = this.handlers.get(call.action) ?? this.fallback;
     if (handler === null) throw new RpcError(RpcErrorCode.NotImplemented, `no handler for "${call.action}"`);
     return handler(call);
+  }
+
+  // ------------------------------------------------------------ channels
+
+  /**
+   * Subscribes to `channel`: the server's `rpc.onSubscribe` hook decides,
+   * and what is then published to the channel arrives here. Iterate the
+   * subscription (`for await (const { value } of subscription)`), or pass
+   * a callback, which gets each publication's decoded value and the
+   * publication. Subscriptions to one channel share one on the server; the
+   * last to end unsubscribes it. A subscription made while the client is
+   * not connected waits for the connection; after a reconnect every
+   * subscription is made again, and a `gap` event (on the subscription and
+   * on the client) gives the times between which publications were missed.
+   * A template (`defineAction<T>(channel)`) types the values and checks
+   * them with its `parse`. Throws `ERR_INVALID_CHANNEL` for a name the
+   * protocol cannot carry (empty, over 255 bytes of UTF-8, or `$sb.`…).
+   */
+  subscribe<T = unknown>(channel: string | Action<T, unknown>, options?: SubscribeOptions): Subscription<T>;
+  subscribe<T = unknown>(channel: string | Action<T, unknown>, callback: PublicationCallback<T>, options?: SubscribeOptions): Subscription<T>;
+  subscribe<T = unknown>(
+    channel: string | Action<T, unknown>,
+    callbackOrOptions?: PublicationCallback<T> | SubscribeOptions,
+    maybeOptions?: SubscribeOptions,
+  ): Subscription<T> {
+    const name = nameOf(channel);
+    checkChannel(name);
+    const callback = typeof callbackOrOptions === 'function' ? callbackOrOptions : null;
+    const options = typeof callbackOrOptions === 'function' ? maybeOptions : callbackOrOptions;
+    const decoder = typeof channel === 'string' ? null : (call: IncomingCall) => channel.decode(call);
+    const subscription = new Subscription<T>(name, this.subscriptionHost, decoder, callback, options);
+    if (this.closing !== null || this.closedEvent !== null) {
+      const closed = this.closedError();
+      subscription.close(closed, closed.code === ClientErrorCode.ClientClosed);
+      return subscription;
+    }
+    this.subscriptions.add(subscription);
+    return subscription;
   }
 
   // ------------------------------------------------------------ closing
@@ -288,6 +343,7 @@ export class Client extends Emitter<ClientEvents> {
     this.reconnectTimer = null;
     this.readyWaiters.fail(new RpcError(closed.code, closed.message));
     this.callWaiters.fail(new RpcError(RpcErrorCode.Disconnected, 'the client is closing'));
+    this.subscriptions.close(new RpcError(closed.code, closed.message), true);
     const connection = this.connection;
     this.closing = (async () => {
       if (connection !== null && timeoutMs > 0) await connection.drain(timeoutMs);
@@ -420,6 +476,8 @@ export class Client extends Emitter<ClientEvents> {
     this.everOpened = true;
     this.attempts = 0;
     this.openedAt = now();
+    // Before anything the application sends: the subscriptions go first.
+    this.subscriptions.opened();
     this.setState(ConnectionState.Open);
     this.emit('open', { server, reconnected });
     this.readyWaiters.open();
@@ -429,6 +487,7 @@ export class Client extends Emitter<ClientEvents> {
   private onEnded(connection: Connection, ending: Ending): void {
     if (connection !== this.connection) return;
     this.connection = null;
+    this.subscriptions.lost(ending.code);
     const event: DisconnectEvent = { ...ending, willReconnect: false };
     const reconnect = this.settings.reconnect;
     if (this.closing === null && reconnect !== null && this.everOpened && !FATAL_CODES.has(ending.code) && this.attempts < reconnect.maxAttempts) {
@@ -474,6 +533,7 @@ export class Client extends Emitter<ClientEvents> {
     this.setState(ConnectionState.Closed);
     this.readyWaiters.fail(this.closedError());
     this.callWaiters.fail(new RpcError(RpcErrorCode.Disconnected, `the client is closed: ${event.message}`, { cause: this.closedError() }));
+    this.subscriptions.close(this.closedError(), event.code === ClientErrorCode.ClientClosed);
     this.emit('closed', event);
   }
 

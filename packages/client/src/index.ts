@@ -32,6 +32,16 @@ export type {
   ServerInfo,
   StateChangeEvent,
 } from './options.js';
+export { Subscription, SubscriptionState } from './subscription.js';
+export type {
+  GapEvent,
+  Publication,
+  PublicationCallback,
+  SubscribeOptions,
+  SubscriptionClosedEvent,
+  SubscriptionEvents,
+  SubscriptionStateEvent,
+} from './subscription.js';
 export type { CloseReason, Transport, TransportClose, TransportFactory, TransportHandlers } from './transport.js';
 export { globalWebSocket, webSocketTransport } from './transports/websocket.js';
 export type { WebSocketConstructor, WebSocketEventLike, WebSocketLike, WebSocketTransportOptions } from './transports/websocket.js';

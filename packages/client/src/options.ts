@@ -4,6 +4,7 @@
 
 import type { IncomingCall, IncomingHandler, PayloadCodec } from 'switchboard-rpc';
 import { ALL_FEATURES, payloadCodecs } from 'switchboard-rpc';
+import type { GapEvent } from './subscription.js';
 import type { TransportFactory } from './transport.js';
 
 /** Connect data: bytes as they are, a string as UTF-8. */
@@ -158,8 +159,18 @@ export interface ClientEvents {
   reconnecting: ReconnectingEvent;
   closed: ClosedEvent;
   goaway: GoAwayEvent;
-  /** A handler failure the server does not see as such (see `PeerOptions.onHandlerError`). */
+  /**
+   * A handler failure the server does not see as such (see
+   * `PeerOptions.onHandlerError`), or a subscription's callback that threw
+   * or rejected.
+   */
   handlererror: HandlerErrorEvent;
+  /**
+   * A channel's subscription is back after a reconnect: publications
+   * between `missedFrom` and `missedUntil` did not arrive. Once per
+   * channel; each of its subscriptions gets its own `gap` too.
+   */
+  gap: GapEvent;
 }
 
 /** Codes the client itself produces (besides the peer's `RpcErrorCode`s and the protocol's). */

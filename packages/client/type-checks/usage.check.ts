@@ -1,7 +1,7 @@
 // Compile-time checks of the public API as a browser application sees it
 // (DOM lib, no Node types). Run by tests/client/types.test.mjs.
-import type { IncomingCall, RpcResponse, WebSocketConstructor } from '../src/index.js';
-import { Client, ConnectionState, connect, defineAction, webSocketTransport } from '../src/index.js';
+import type { GapEvent, IncomingCall, Publication, RpcResponse, WebSocketConstructor } from '../src/index.js';
+import { Client, ConnectionState, SubscriptionState, connect, defineAction, webSocketTransport } from '../src/index.js';
 
 type Assert<T extends true> = T;
 type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -62,6 +62,23 @@ export async function usage(): Promise<void> {
   type ThreeIsNumber = Assert<Equals<typeof three, number>>;
   const later = await api.slow(5);
   type LaterIsString = Assert<Equals<typeof later, string>>;
+
+  // Channels: an iterable of publications, or a callback; a template types the values.
+  const prices = client.subscribe(defineAction<{ price: number }>('prices'));
+  for await (const publication of prices) {
+    const price: number = publication.value.price;
+    void (price + publication.channel.length + publication.bytes.length + publication.uuid.length);
+    break;
+  }
+  const news = client.subscribe<string>('news', (item: string, publication: Publication<string>) => void (item + publication.channel), { maxBuffered: 10 });
+  await news.ready;
+  news.on('gap', (gap: GapEvent) => void (gap.missedUntil - gap.missedFrom + (gap.dropped ?? 0) + gap.reason.length));
+  news.on('closed', ({ error }) => void error?.code);
+  const subscriptionState: SubscriptionState = news.state;
+  if (subscriptionState === SubscriptionState.Resubscribing) news.unsubscribe();
+  client.on('gap', (gap) => void gap.channel);
+  // @ts-expect-error: the callback gets the template's type
+  client.subscribe(defineAction<number>('n'), (value: string) => value);
 
   // State and events.
   const state: ConnectionState = client.state;

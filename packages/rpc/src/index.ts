@@ -1,2 +1,3 @@
 export * from './codec/index.js';
 export * from './peer/index.js';
+export * from './channels.js';

@@ -16,6 +16,7 @@ import { Router, withoutShadowedFallbacks, type CompiledRoute, type ErrorHandler
 import { CookieKeyring, type CookieSecrets } from './http/cookies.js';
 import { nativeStaticDir, type StaticOptions } from './http/static.js';
 import { trustTest, type TrustProxy, type TrustTest } from './http/proxy.js';
+import { clientBundleRoutes, type ClientBundleOptions } from './http/client-bundle.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
 export interface UpgradeRequest {
@@ -156,6 +157,18 @@ export class App extends Operations {
       throw new SwitchboardError('ERR_INVALID_OPTION', `app.static(${JSON.stringify(prefix)}): a directory is served there already`);
     }
     this.staticDirs.push(dir);
+    return this;
+  }
+  /**
+   * Serve the browser client (switchboard-client with switchboard-rpc
+   * inside, one minified ES module) at `path`, and its declarations at the
+   * same path with `.d.ts`: a page imports it with no build step,
+   * `<script type="module">import { connect } from '/switchboard/client.js'</script>`.
+   * Both are fixed responses, answered natively. Throws
+   * `ERR_CLIENT_BUNDLE_MISSING` when the bundle was not built.
+   */
+  clientBundle(path = '/switchboard/client.js', options: ClientBundleOptions = {}): this {
+    this.staticRoutes.push(...clientBundleRoutes(path, options));
     return this;
   }
   post<P extends Record<string, string> = Record<string, string>>(pattern: string, ...args: RouteArgs<P>): this {

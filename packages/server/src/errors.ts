@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   ERR_ROUTES_DIFFER: { kind: 'throw', value: 0, description: 'Workers registered different routes (the app module must register the same routes every time).' },
   ERR_NO_ROUTES: { kind: 'throw', value: 0, description: 'The app registered no route.' },
   ERR_NATIVE_MISSING: { kind: 'throw', value: 0, description: 'The native addon is not built (`npm run build`).' },
+  ERR_CLIENT_BUNDLE_MISSING: { kind: 'throw', value: 0, description: '`app.clientBundle()` found no browser bundle of switchboard-client (`npm run build` makes it).' },
   ERR_HANDLER_FAILED: { kind: 'close', value: 1011, description: 'A WebSocket handler threw or rejected: only its connection is closed, and `handlerError` is emitted. An RPC handler that throws an error without a `code` answers its call with an ERROR of this code instead (the connection stays open).' },
   ERR_UPGRADE_REJECTED: { kind: 'http', value: 500, description: 'An `upgrade` hook threw an error that is not an `UpgradeRejection`.' },
   ERR_WORKER_UNRESPONSIVE: { kind: 'throw', value: 0, description: 'Reported by `workerReplaced`: a worker missed the watchdog deadline and was replaced.' },

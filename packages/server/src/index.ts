@@ -34,6 +34,7 @@ export { HttpError } from './http/http-error.js';
 export { EventStream, type EventStreamOptions, type ServerSentEvent } from './http/sse.js';
 export type { InjectOptions, InjectResponse } from './http/inject.js';
 export type { StaticCacheOptions, StaticOptions } from './http/static.js';
+export type { ClientBundleOptions } from './http/client-bundle.js';
 export type { HookName, HookTypes, RequestHook, OnSendHook, OnResponseHook, OnErrorHook, SendPayload } from './http/hooks.js';
 export { FilePayload, type FileOptions, type FileCallback } from './http/send-file.js';
 export {
@@ -78,6 +79,7 @@ export {
   type RpcErrorHandler,
 } from './rpc/service.js';
 export { RpcConnection, type RpcTlsInfo, type RpcTransport } from './rpc/connection.js';
+export type { SubscribeHook } from './rpc/subscriptions.js';
 // The protocol's own vocabulary, so an app needs one import.
 export {
   defineAction,

@@ -277,11 +277,21 @@ export interface RpcOptions {
    * stream holds its source in the worker.
    */
   maxOutboundStreams?: number;
+  /**
+   * Channels one client may subscribe itself to at once
+   * (`client.subscribe()`, allowed by `app.rpc.onSubscribe`); one more is
+   * refused with `ERR_TOO_MANY_SUBSCRIPTIONS`. Default 128, Centrifugo's
+   * `client_channel_limit`: more than a page shows, while a client whose
+   * hook allows any name cannot make the registry hold a channel per
+   * request. The app's own `connection.subscribe()` does not count.
+   */
+  maxSubscriptions?: number;
 }
 
 /** The RPC options the workers apply themselves (the native core does not see them). */
 export interface RpcWorkerOptions {
   maxOutboundStreams: number;
+  maxSubscriptions: number;
 }
 
 /** Defaults of the options the TypeScript layer applies itself. */
@@ -291,6 +301,7 @@ export const DEFAULTS = {
   drainTimeout: 5000,
   rpcCodecs: ['json', 'msgpack'],
   rpcMaxOutboundStreams: 256,
+  rpcMaxSubscriptions: 128,
   /** `http.compression.threshold`: `CompressionConfig` in `crates/runtime/src/config.rs` says why. */
   compressThreshold: 1024,
 } as const;
@@ -500,7 +511,14 @@ export function rpcWorkerOptions(options: RpcOptions = {}): RpcWorkerOptions {
   if (streams !== undefined && (!Number.isInteger(streams) || streams < 1 || streams > 0xffff_ffff)) {
     throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.maxOutboundStreams must be an integer in 1..2^32-1, got ${String(streams)}`);
   }
-  return { maxOutboundStreams: streams ?? DEFAULTS.rpcMaxOutboundStreams };
+  const subscriptions = options.maxSubscriptions;
+  if (subscriptions !== undefined && (!Number.isInteger(subscriptions) || subscriptions < 0 || subscriptions > 0xffff_ffff)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `rpc.maxSubscriptions must be an integer in 0..2^32-1, got ${String(subscriptions)}`);
+  }
+  return {
+    maxOutboundStreams: streams ?? DEFAULTS.rpcMaxOutboundStreams,
+    maxSubscriptions: subscriptions ?? DEFAULTS.rpcMaxSubscriptions,
+  };
 }
 
 function nativeRpc(options: RpcOptions): NativeRpcOptions {

@@ -12,6 +12,7 @@ import { Dispatcher } from './internal/dispatcher.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
 import { DEFAULTS, type ServerOptions, compressThreshold, nativeServer, rpcWorkerOptions } from './options.js';
+import type { ClientBundleOptions } from './http/client-bundle.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 import { DEFAULT_INJECT_LIMITS, type InjectOptions, type InjectResponse } from './http/inject.js';
 import { metricsRoutes } from './http/metrics.js';
@@ -196,6 +197,15 @@ export class Server extends Operations {
     const fixed = args.length === 1 && typeof args[0] === 'object' && args[0] !== null && 'body' in args[0];
     if (!fixed) this.inlineOnly('HTTP routes');
     this.local.get<P>(path, ...(args as Parameters<App['get']> extends [string, ...infer R] ? R : never));
+    return this;
+  }
+
+  /**
+   * Serve the browser client at `path` and its declarations at `.d.ts`
+   * (see `App.clientBundle`): fixed responses, so also with workers.
+   */
+  clientBundle(path?: string, options?: ClientBundleOptions): this {
+    this.local.clientBundle(path, options);
     return this;
   }
 

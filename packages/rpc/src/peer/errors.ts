@@ -43,6 +43,12 @@ export const RpcErrorCode = {
   ReplyNotAllowed: 'ERR_REPLY_NOT_ALLOWED',
   /** An argument the peer cannot send as given (bad action, uuid, code…). */
   InvalidArgument: 'ERR_INVALID_ARGUMENT',
+  /** A channel name a protocol connection cannot subscribe to (docs/protocol.md §10). */
+  InvalidChannel: 'ERR_INVALID_CHANNEL',
+  /** The server refused a client's subscription (its hook said no, or it takes none). */
+  SubscriptionRefused: 'ERR_SUBSCRIPTION_REFUSED',
+  /** The connection has as many subscriptions of its own as the server allows. */
+  TooManySubscriptions: 'ERR_TOO_MANY_SUBSCRIPTIONS',
 } as const;
 
 /**
@@ -70,6 +76,12 @@ export const RPC_ERROR_DESCRIPTIONS: Readonly<Record<string, string>> = {
   ERR_FEATURE_DISABLED: 'Streams or files were used on a connection that did not negotiate that feature.',
   ERR_REPLY_NOT_ALLOWED: "A reply to a one-way message, or after the call's final reply.",
   ERR_INVALID_ARGUMENT: 'An argument the peer cannot send as given (bad action, uuid, code…).',
+  ERR_INVALID_CHANNEL:
+    'A channel name a client cannot subscribe to: empty, over 255 bytes of UTF-8, not well-formed, or in the reserved `$sb.` namespace (`client.subscribe()` throws it; the server refuses `$sb.subscribe` with it).',
+  ERR_SUBSCRIPTION_REFUSED:
+    "The server refused a client's subscription: its `rpc.onSubscribe` hook returned false, or it has none (the default refuses every channel). The subscription's `ready` rejects and its iterator throws.",
+  ERR_TOO_MANY_SUBSCRIPTIONS:
+    'A client asked for one more subscription than `rpc.maxSubscriptions` (per connection) allows; the subscription is refused.',
 };
 
 export interface RpcErrorOptions {

@@ -27,6 +27,7 @@ import { SendStatus } from '../operations.js';
 import { native, type NativeServerHandle } from '../native.js';
 import { type TlsInfo, tlsInfo } from '../tls.js';
 import type { RpcCall, RpcService } from './service.js';
+import type { ClientSubscriptions } from './subscriptions.js';
 
 /**
  * The most data bytes in one STREAM_DATA frame the server sends. With the
@@ -73,6 +74,8 @@ export class RpcConnection<UserData = unknown> {
   /** Your own data for this connection. */
   data: UserData | undefined;
   /** @internal */ readonly peer: Peer;
+  /** @internal The subscriptions the client made itself (`$sb.subscribe`), once it made one. */
+  clientSubscriptions: ClientSubscriptions | undefined;
   private readonly handle: NativeServerHandle;
 
   constructor(init: RpcConnectionInit) {
@@ -173,6 +176,14 @@ export class RpcConnection<UserData = unknown> {
    */
   subscribe(channel: string, delta = 1): boolean {
     return this.handle.subscribe([this.id], channel, delta).length > 0;
+  }
+
+  /**
+   * The channels the client subscribed itself to (`client.subscribe()`,
+   * allowed by `app.rpc.onSubscribe`), not those the app subscribed it to.
+   */
+  get clientChannels(): string[] {
+    return this.clientSubscriptions?.list ?? [];
   }
 
   /** Remove the subscription whatever its count; true if there was one. */

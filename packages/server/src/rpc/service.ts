@@ -12,15 +12,18 @@
  */
 import {
   type Action,
+  BUILTIN_PREFIX,
   type IncomingCall,
   RpcError,
   RpcErrorCode,
   type ExposeOptions,
   exposeObject,
+  isBuiltinAction,
 } from 'switchboard-rpc';
 import { SwitchboardError } from '../errors.js';
 import { type RpcWorkerOptions, rpcWorkerOptions } from '../options.js';
 import type { RpcConnection } from './connection.js';
+import { ClientSubscriptions, type SubscribeHook } from './subscriptions.js';
 
 /** A call as handlers see it: the protocol's incoming call and its connection. */
 export interface RpcCall extends IncomingCall {
@@ -40,6 +43,8 @@ export interface RpcServiceHooks {
   open?(connection: RpcConnection): unknown;
   /** A client's connection ended (its pending calls were already failed). */
   close?(connection: RpcConnection, code: number, reason: string): unknown;
+  /** May this client subscribe itself to this channel? (`onSubscribe`) */
+  subscribe?: SubscribeHook;
 }
 
 export class RpcService {
@@ -66,6 +71,9 @@ export class RpcService {
     const bytes = new TextEncoder().encode(name).length;
     if (bytes < 1 || bytes > 255) {
       throw new SwitchboardError('ERR_INVALID_OPTION', `an action name is 1..255 bytes of UTF-8, got ${JSON.stringify(name)}`);
+    }
+    if (isBuiltinAction(name)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `action names starting with ${JSON.stringify(BUILTIN_PREFIX)} are the protocol's own, got ${JSON.stringify(name)}`);
     }
     if (this.actions.has(name)) throw new SwitchboardError('ERR_INVALID_OPTION', `action ${JSON.stringify(name)} is registered already`);
     this.actions.set(name, handler as RpcHandler);
@@ -104,6 +112,25 @@ export class RpcService {
   }
 
   /**
+   * Let clients subscribe themselves to channels (`client.subscribe(channel)`,
+   * the built-in `$sb.subscribe` call of docs/protocol.md §10). The hook
+   * decides per connection and channel: exactly `true` (or a promise of
+   * it) subscribes the connection, natively, so that `publish(channel, ...)`
+   * reaches it with no JavaScript per recipient; `false` refuses with
+   * `ERR_SUBSCRIPTION_REFUSED`; throwing an `RpcError` refuses with its code
+   * and message (any other error answers `ERR_HANDLER_FAILED` and is
+   * reported as `handlerError`). Without a hook every subscription is
+   * refused. The built-in calls do not run through `use()` middleware: this
+   * hook is their authorisation. A client's subscriptions end with its
+   * connection; unsubscribing needs no permission.
+   */
+  onSubscribe<UserData = unknown>(hook: SubscribeHook<UserData>): this {
+    if (typeof hook !== 'function') throw new SwitchboardError('ERR_INVALID_OPTION', 'the onSubscribe hook must be a function');
+    this.hooks.subscribe = hook as SubscribeHook;
+    return this;
+  }
+
+  /**
    * Expose an object's methods as actions (qrpc's `wrap`): a call to
    * `prefix + name` with an array payload runs `object[name](...args)`.
    * Names starting with `_`, the constructor and `Object.prototype`'s
@@ -132,9 +159,17 @@ export class RpcService {
 
   /** @internal Run one call through the chain. */
   dispatch(call: RpcCall): unknown {
+    if (isBuiltinAction(call.action)) return this.builtin(call);
     const handler = this.actions.get(call.action) ?? this.fallbackHandler;
     if (this.middleware.length === 0 && !this.errorHandler) return handler(call);
     return this.runChain(call, handler);
+  }
+
+  /** `$sb.*`: the protocol's own actions, outside the chain (see `onSubscribe`). */
+  private builtin(call: RpcCall): unknown {
+    const connection = call.connection;
+    connection.clientSubscriptions ??= new ClientSubscriptions(connection, this.limits.maxSubscriptions);
+    return connection.clientSubscriptions.handle(call, this.hooks.subscribe);
   }
 
   private async runChain(call: RpcCall, handler: RpcHandler): Promise<unknown> {

@@ -1,0 +1,105 @@
+/**
+ * The subscriptions a protocol client makes itself (docs/protocol.md §10):
+ * the built-in calls `$sb.subscribe` and `$sb.unsubscribe`, authorised by
+ * the service's `onSubscribe` hook and carried out with the connection's
+ * own `subscribe(channel, ±1)`, so that publications then reach the client
+ * natively like any other subscriber's.
+ *
+ * Each subscription the client made holds one count of the native
+ * refcount: the app's own `connection.subscribe(channel)` on the same
+ * channel is another count, and the client's unsubscribe does not undo it.
+ * A client's subscriptions are a set: subscribing twice to one channel
+ * holds one count, and unsubscribing from a channel it never subscribed to
+ * does nothing (so a client cannot drive the count of the app's own).
+ */
+import { BuiltinAction, RpcError, RpcErrorCode, channelOfPayload } from 'switchboard-rpc';
+import type { RpcConnection } from './connection.js';
+import type { RpcCall } from './service.js';
+
+/**
+ * Decides whether `connection` may subscribe itself to `channel`: exactly
+ * `true` allows it; `false` refuses it with `ERR_SUBSCRIPTION_REFUSED`;
+ * throwing an `RpcError` refuses it with that error's code and message.
+ */
+export type SubscribeHook<UserData = unknown> = (connection: RpcConnection<UserData>, channel: string) => boolean | Promise<boolean>;
+
+const noop = (): void => {};
+
+export class ClientSubscriptions {
+  /** The channels the client subscribed itself to. */
+  private readonly channels = new Set<string>();
+  /**
+   * Per channel, the end of its last operation. The peer runs calls
+   * concurrently, and a subscribe waiting for an asynchronous hook must
+   * not be overtaken by the unsubscribe the client sent after it: each
+   * operation on a channel waits for the one before.
+   */
+  private readonly tails = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly connection: RpcConnection,
+    /** `rpc.maxSubscriptions`. */
+    private readonly limit: number,
+  ) {}
+
+  /** The channels the client has subscribed itself to. */
+  get list(): string[] {
+    return [...this.channels];
+  }
+
+  /**
+   * Runs a built-in call; what it returns (or throws) is the reply: the
+   * promise resolves (END) once the operation took effect, or rejects with
+   * the refusal (ERROR). Throws `ERR_INVALID_CHANNEL` for a bad name.
+   */
+  handle(call: RpcCall, hook: SubscribeHook | undefined): Promise<void> | undefined {
+    // The protocol's built-ins are calls; a one-way one would leave its
+    // refusal with nobody to hear it (and a client could fill the server's
+    // handlerError reports with them).
+    if (!call.expectsReply) return undefined;
+    const channel = channelOfPayload(call.payload);
+    let operation: () => Promise<void>;
+    if (call.action === BuiltinAction.Subscribe) operation = () => this.subscribe(channel, hook);
+    else if (call.action === BuiltinAction.Unsubscribe) operation = () => this.unsubscribe(channel);
+    else throw new RpcError(RpcErrorCode.NotImplemented, `no built-in action ${JSON.stringify(call.action)}`);
+    const previous = this.tails.get(channel);
+    const result = previous === undefined ? operation() : previous.then(operation);
+    const tail = result.then(noop, noop);
+    this.tails.set(channel, tail);
+    void tail.then(() => {
+      if (this.tails.get(channel) === tail) this.tails.delete(channel);
+    });
+    return result;
+  }
+
+  private async subscribe(channel: string, hook: SubscribeHook | undefined): Promise<void> {
+    if (this.channels.has(channel)) return;
+    if (hook === undefined) {
+      // Secure by default: a channel may carry anything, so only the app
+      // can say which clients may read it.
+      throw new RpcError(RpcErrorCode.SubscriptionRefused, 'this server takes no subscriptions from its clients (it has no rpc.onSubscribe hook)');
+    }
+    this.checkLimit(channel); // before the hook: no work for a subscription that cannot be
+    const allowed = await hook(this.connection, channel);
+    if (allowed !== true) throw new RpcError(RpcErrorCode.SubscriptionRefused, `the subscription to ${JSON.stringify(channel)} was refused`);
+    // Other channels' hooks may have finished meanwhile.
+    this.checkLimit(channel);
+    // A connection that closed while the hook ran is not subscribed (the
+    // native side ignores a closed id); its call's END goes nowhere.
+    if (!this.connection.isOpen) return;
+    this.connection.subscribe(channel, 1);
+    this.channels.add(channel);
+  }
+
+  private async unsubscribe(channel: string): Promise<void> {
+    if (this.channels.delete(channel)) this.connection.subscribe(channel, -1);
+  }
+
+  private checkLimit(channel: string): void {
+    if (this.channels.size < this.limit) return;
+    throw new RpcError(
+      RpcErrorCode.TooManySubscriptions,
+      `the subscription to ${JSON.stringify(channel)} would be this connection's ${this.channels.size + 1}th; the server allows ${this.limit} (rpc.maxSubscriptions)`,
+    );
+  }
+}
