@@ -213,8 +213,8 @@ export default defineApp((app) => {
       app.publish(roomChannel(room), JSON.stringify({ type: 'leave', id: ws.id, name, at: Date.now() }));
     },
   };
-  app.ws('/chat', chat);
-  // sockjs-client keeps the query on every transport's URL: the upgrade
-  // hook reads the name and room as it does for `/chat`.
-  app.sockjs('/sockjs/chat', chat);
+  // The same handlers for SockJS clients on `/sockjs/chat`: sockjs-client
+  // keeps the query on every transport's URL, so the upgrade hook reads
+  // the name and room as it does for `/chat`.
+  app.ws('/chat', { ...chat, sockjs: '/sockjs/chat' });
 });

@@ -59,10 +59,24 @@ export interface WebSocketBehavior<UserData = unknown> extends RouteOptions {
   /** The connection's queue emptied after a send reported BUFFERED. */
   drain?: (ws: WebSocket<UserData>) => void | Promise<void>;
   close?: (ws: WebSocket<UserData>, code: number, reason: string) => void | Promise<void>;
+  /**
+   * `app.ws` only: also accept SockJS clients (docs/sockjs.md) with these
+   * handlers, for browsers behind proxies that break WebSocket. `true`
+   * serves the SockJS service on `<path>/sockjs`; a string is its prefix;
+   * an object gives the prefix (same default) and the service's options.
+   * The route's options apply to both.
+   */
+  sockjs?: boolean | string | SockJsServiceOptions;
+}
+
+/** `app.ws(path, { sockjs })`: where the SockJS service is, and its options. */
+export interface SockJsServiceOptions extends SockJsOptions {
+  /** Default `<path>/sockjs`. */
+  prefix?: string;
 }
 
 /** Handlers and options of a SockJS service: a WebSocket route's, and the protocol's own. */
-export interface SockJsBehavior<UserData = unknown> extends WebSocketBehavior<UserData>, SockJsOptions {}
+export interface SockJsBehavior<UserData = unknown> extends Omit<WebSocketBehavior<UserData>, 'sockjs'>, SockJsOptions {}
 
 /** A route as registered. */
 export interface RegisteredRoute {
@@ -99,7 +113,15 @@ export class App extends Operations {
 
   /** Serve WebSocket connections on `path` (exact, or a prefix ending in `/*`). */
   ws<UserData = unknown>(path: string, behavior: WebSocketBehavior<UserData>): this {
-    return this.addWebSocketRoute(path, behavior, undefined);
+    const { sockjs, ...websocket } = behavior;
+    this.addWebSocketRoute(path, websocket, undefined);
+    if (sockjs === undefined || sockjs === false) return this;
+    if (path.endsWith('/*')) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `sockjs needs an exact WebSocket path, got ${path}`);
+    }
+    const service: SockJsServiceOptions = typeof sockjs === 'object' ? sockjs : typeof sockjs === 'string' ? { prefix: sockjs } : {};
+    const { prefix = `${path === '/' ? '' : path}/sockjs`, ...options } = service;
+    return this.sockjs(prefix, { ...websocket, ...options });
   }
 
   /** A WebSocket route on `path`, a SockJS service's when `sockjs` is given. */

@@ -25,6 +25,7 @@ export {
   type UpgradeResponse,
   type WebSocketBehavior,
   type SockJsBehavior,
+  type SockJsServiceOptions,
 } from './app.js';
 export { WebSocket } from './websocket.js';
 export { Router, type Handler, type ErrorHandler, type HttpRouteOptions } from './http/router.js';

@@ -59,6 +59,9 @@ describe('SockJS sessions over HTTP', () => {
         close: (ws, code, reason) => void events.short.closes.push({ code, reason }),
       });
       s.sockjs('/small', { ...echo, maxPayloadLength: 1024 });
+      s.sockjs('/tiny-close', { ...echo, maxBackpressure: 16 * 1024, slowConsumer: 'close' });
+      s.sockjs('/tiny-drop', { ...echo, maxBackpressure: 16 * 1024 });
+      s.ws('/both', { ...echo, sockjs: true });
       s.sockjs('/room', { ...echo, open: (ws) => ws.subscribe('room') });
       s.sockjs('/guarded', {
         upgrade: (req) => {
@@ -226,6 +229,36 @@ describe('SockJS sessions over HTTP', () => {
     await waitFor(() => events.closes.some((c) => c.code === 1009), 3000, 'the close event');
     assert.equal((await request(port, 'POST', `${bystander}/xhr_send`, {}, '["fine"]')).status, 204);
     assert.equal((await request(port, 'POST', `${bystander}/xhr`)).body, 'a["fine"]\n');
+  });
+
+  test("a session nobody takes from meets the slow-consumer policy: 'drop' refuses, 'close' closes with 1008", async () => {
+    // 'drop': what fits waits for the next poll, the rest is DROPPED.
+    const dropping = `/tiny-drop/000/${crypto.randomUUID()}`;
+    assert.equal((await request(port, 'POST', `${dropping}/xhr`)).body, 'o\n');
+    events.statuses.length = 0;
+    for (let i = 0; i < 8; i++) {
+      assert.equal((await request(port, 'POST', `${dropping}/xhr_send`, {}, JSON.stringify([`triple ${'d'.repeat(3000)}`]))).status, 204);
+    }
+    await waitFor(() => events.statuses.length === 24, 3000, '24 sends');
+    assert.ok(events.statuses.includes(SendStatus.DROPPED), `statuses: ${events.statuses}`);
+    const kept = events.statuses.filter((status) => status === SendStatus.BUFFERED).length;
+    const poll = await request(port, 'POST', `${dropping}/xhr`);
+    assert.equal(JSON.parse(poll.body.slice(1)).length, kept, 'the next poll gets exactly what was kept');
+    // 'close': the session closes; its client hears why.
+    const closing = `/tiny-close/000/${crypto.randomUUID()}`;
+    assert.equal((await request(port, 'POST', `${closing}/xhr`)).body, 'o\n');
+    for (let i = 0; i < 8; i++) await request(port, 'POST', `${closing}/xhr_send`, {}, JSON.stringify([`triple ${'c'.repeat(3000)}`]));
+    assert.equal((await request(port, 'POST', `${closing}/xhr`)).body, 'c[1008,"ERR_WS_SLOW_CONSUMER"]\n');
+    await waitFor(() => events.closes.some((c) => c.code === 1008), 3000, 'the close event');
+  });
+
+  test('app.ws(path, { sockjs: true }) serves the same handlers to SockJS clients on <path>/sockjs', async () => {
+    const sock = sockjs('/both/sockjs', 'xhr-polling');
+    await within(sock.opened, 5000, 'open');
+    sock.send('through sockjs');
+    await waitFor(() => sock.received.includes('through sockjs'), 3000, 'the echo');
+    sock.close();
+    assert.equal((await request(port, 'GET', '/both/sockjs/info')).status, 200);
   });
 
   test('a flood of concurrent polls on one session: one waits, every other gets c[2010,...]', async () => {
