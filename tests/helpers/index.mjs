@@ -48,6 +48,17 @@ export async function waitFor(predicate, timeoutMs = 5000, what = 'condition') {
   }
 }
 
+/** `promise`, or a rejection naming `what` when it takes longer than `ms`. */
+export function within(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
 /** Try an upgrade that should fail; resolves with the HTTP status. */
 export function upgradeStatus(url, options = {}) {
   return new Promise((resolve, reject) => {

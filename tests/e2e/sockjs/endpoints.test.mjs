@@ -16,35 +16,11 @@ import { startServer, connect, nextMessage, upgradeStatus, upgradeRequest } from
 import { startExample } from '../../helpers/examples.mjs';
 import { Server } from 'switchboard';
 import { HttpConnection } from '../http/support.mjs';
+import { NO_CACHE, contentType, rawRequest, request } from './support.mjs';
 
-const NO_CACHE = 'no-store, no-cache, no-transform, must-revalidate, max-age=0';
 const GREETING = 'Welcome to SockJS!\n';
 const CUSTOM_CLIENT_URL = '/static/sockjs.min.js?v=1.6.1&t=2';
 const DEFAULT_CLIENT_URL = /^https:\/\/cdn\.jsdelivr\.net\/npm\/sockjs-client@1[^"]*\/sockjs(\.min)?\.js$/;
-
-/** A raw request head (and body) with exactly the path and headers given. */
-function rawRequest(method, target, headers = {}, body = '') {
-  const lines = [`${method} ${target} HTTP/1.1`, 'Host: 127.0.0.1'];
-  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
-  if (body !== '' || method === 'POST' || method === 'PUT') lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
-  return `${lines.join('\r\n')}\r\n\r\n${body}`;
-}
-
-/**
- * One request on its own connection: `{ status, headers, body (string) }`.
- * Fails the test when no whole response arrives within `timeoutMs`.
- */
-async function request(port, method, target, headers = {}, body = '', { timeoutMs = 3000 } = {}) {
-  const connection = await HttpConnection.open(port);
-  try {
-    connection.write(rawRequest(method, target, headers, body));
-    const response = await connection.response({ timeoutMs });
-    assert.ok(response, `${method} ${target}: no whole response within ${timeoutMs} ms`);
-    return { status: response.status, headers: response.headers, body: response.body.toString('utf8') };
-  } finally {
-    connection.destroy();
-  }
-}
 
 /** Only the status line and headers of a response (for answers that may stream); the connection is dropped after. */
 async function requestHead(port, method, target, headers = {}, body = '', { timeoutMs = 3000 } = {}) {
@@ -70,11 +46,6 @@ async function rawUpgradeStatus(port, target) {
   } finally {
     connection.destroy();
   }
-}
-
-/** `Content-Type` compared as the protocol suite does: spaces ignored. */
-function contentType(response) {
-  return (response.headers['content-type'] ?? '').replace(/ /g, '');
 }
 
 /** The protocol suite's `verify405`: status, an `Allow`, no `Content-Type`, no body. */

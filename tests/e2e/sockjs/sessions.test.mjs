@@ -10,22 +10,12 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import SockJS from 'sockjs-client';
 import { SendStatus, UpgradeRejection } from 'switchboard';
-import { startServer, waitFor } from '../../helpers/index.mjs';
+import { startServer, waitFor, within } from '../../helpers/index.mjs';
 import { PRELUDE, Stream, request } from './support.mjs';
 
 const TRANSPORTS = ['websocket', 'xhr-streaming', 'xhr-polling', 'eventsource'];
 /** Every character class SockJS escapes, an astral character, quotes, markup. */
 const HOSTILE = '\u0000\u001f \u200c\u2028\u2029\u2060\ufff0\uffff 😀 "q" \\ </script> é ✓ \u00ad\ufeff';
-
-function within(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 describe('SockJS sessions over HTTP', () => {
   let server;

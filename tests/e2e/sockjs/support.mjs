@@ -11,7 +11,7 @@ export const PRELUDE = `${'h'.repeat(2048)}\n`;
 export function rawRequest(method, target, headers = {}, body = '', version = '1.1') {
   const lines = [`${method} ${target} HTTP/${version}`, 'Host: 127.0.0.1'];
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
-  if (body !== '' || method === 'POST') lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
+  if (body !== '' || method === 'POST' || method === 'PUT') lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
   return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import SockJS from 'sockjs-client';
 import { SendStatus, UpgradeRejection } from 'switchboard';
-import { startServer, connect, nextMessage, waitFor, upgradeStatus, upgradeRequest } from '../../helpers/index.mjs';
+import { startServer, connect, nextMessage, waitFor, within, upgradeStatus, upgradeRequest } from '../../helpers/index.mjs';
 import { HttpConnection } from '../http/support.mjs';
 
 /** Every code point from `from` to `to`, inclusive. */
@@ -33,16 +33,6 @@ const HOSTILE =
 /** `\uXXXX`, lowercase, for every character of `s` (the suite's `server_killer_string_esc`). */
 function lowercaseEscapes(s) {
   return [...s].map((c) => `\\u${c.codePointAt(0).toString(16).padStart(4, '0')}`).join('');
-}
-
-function within(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 describe('SockJS over WebSocket', () => {
