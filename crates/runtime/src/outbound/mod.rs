@@ -347,6 +347,13 @@ impl Outbound {
         }
     }
 
+    /// Why another thread asked the connection to go, if it did (for a
+    /// connection no I/O thread takes from: a SockJS session between
+    /// receivers).
+    pub fn eviction(&self) -> Option<Eviction> {
+        self.state.lock().eviction.clone()
+    }
+
     /// Refuse every later send and forget what is still queued; only the
     /// I/O thread touches the socket from now on (it may close it once this
     /// returns: a direct write holds the lock for as long as it uses the

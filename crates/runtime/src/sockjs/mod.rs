@@ -144,10 +144,7 @@ impl SockJsSessions {
             self.expire_at(at.max(now + SWEEP_EVERY));
         }
         for session in expired {
-            // Gone without a close of its own: as a WebSocket whose client
-            // vanished.
-            let reason = switchboard_proto::sockjs::CONNECTION_INTERRUPTED;
-            session.close(server, reason, (1006, ""));
+            session.expire(server);
         }
     }
 
@@ -177,3 +174,6 @@ impl SockJsSessions {
         self.sessions.lock().retain(|_, s| s.expires_at().is_none());
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -327,33 +327,51 @@ impl SockJsSession {
         if !messages.is_empty() {
             frames.frames.push(merge_messages(&messages));
         }
-        let eviction = taken.eviction.map(|why| match why {
-            Eviction::SlowConsumer => (crate::errors::WS_SLOW_CONSUMER, true),
-            Eviction::WorkerDied => (crate::errors::WORKER_DIED, true),
-            Eviction::Terminate => (crate::errors::WORKER_DIED, false),
-        });
+        let failure = match taken.eviction {
+            Some(Eviction::SlowConsumer) => Some(crate::errors::WS_SLOW_CONSUMER),
+            Some(Eviction::WorkerDied) => Some(crate::errors::WORKER_DIED),
+            // `terminate()`: no close frame, as a WebSocket is dropped
+            // without one; later receivers hear the session was cut.
+            Some(Eviction::Terminate) => {
+                let interrupted = switchboard_proto::sockjs::CONNECTION_INTERRUPTED;
+                self.close(server, interrupted, (1006, "terminated"));
+                frames.closed = true;
+                return frames;
+            }
+            None => None,
+        };
+        let close = close.or_else(|| failure.map(|failure| (failure.status, failure.reason())));
         if let Some((code, reason)) = close {
-            // The application's own close: its worker hears it back.
+            // The application's close, or why the session was evicted: the
+            // client gets it as the close frame, the worker as `close`.
             frames.frames.push(close_frame(code, &reason));
             frames.closed = true;
             self.close_with(server, code, reason.clone(), (code, &reason));
-        } else if let Some((failure, framed)) = eviction {
-            let reason = failure.reason();
-            if framed {
-                frames.frames.push(close_frame(failure.status, &reason));
-                self.close_with(
-                    server,
-                    failure.status,
-                    reason.clone(),
-                    (failure.status, &reason),
-                );
-            } else {
-                let interrupted = switchboard_proto::sockjs::CONNECTION_INTERRUPTED;
-                self.close(server, interrupted, (1006, "terminated"));
-            }
-            frames.closed = true;
         }
         frames
+    }
+
+    /// No receiver came for a disconnect delay: the session is forgotten.
+    /// Its worker hears 1006, as for a WebSocket whose client vanished, or
+    /// why another thread evicted it meanwhile (the slow-consumer policy, a
+    /// dead worker), which no receiver was there to deliver.
+    pub(crate) fn expire(&self, server: &dyn Host) {
+        let reported = match self.connection.outbound.eviction() {
+            Some(Eviction::SlowConsumer) => crate::errors::WS_SLOW_CONSUMER,
+            Some(Eviction::WorkerDied) => crate::errors::WORKER_DIED,
+            Some(Eviction::Terminate) | None => {
+                let reason = switchboard_proto::sockjs::CONNECTION_INTERRUPTED;
+                self.close(server, reason, (1006, ""));
+                return;
+            }
+        };
+        let reason = reported.reason();
+        self.close_with(
+            server,
+            reported.status,
+            reason.clone(),
+            (reported.status, &reason),
+        );
     }
 
     /// When it expires if no receiver comes (`None`: one is attached).
