@@ -5,11 +5,12 @@
 // the server's close code and reason arrive, heartbeats arrive; and one
 // publish reaches sessions of every transport at once. The page and the
 // client script are served by the same Switchboard server (same origin,
-// which htmlfile and jsonp need).
+// which htmlfile and jsonp need). Streaming responses that end every few
+// frames show a receiver that is dropped and comes back losing nothing.
 //
 // Needs /usr/bin/chromium (scripts/setup-browser.sh installs it, and
 // tests/helpers/chromium.mjs runs it) and the playwright-core devDependency.
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -59,9 +60,25 @@ describe('sockjs-client in Chromium, every transport', () => {
     server.sockjs('/close', { open: (ws) => ws.end(3000, 'Go away!') });
     server.sockjs('/hb', { heartbeatDelay: 150, message: (ws, data) => ws.send(data.toString('utf8')) });
     server.sockjs('/room', { open: (ws) => ws.subscribe('room') });
+    // Streaming responses end every few frames: the client's receiver is
+    // dropped and comes back again and again while messages keep coming.
+    server.sockjs('/limited', {
+      responseLimit: 256,
+      message: (ws, data) => {
+        const count = Number(data.toString('utf8'));
+        for (let i = 0; i < count; i++) ws.send(`burst ${i} ${'x'.repeat(30)}`);
+      },
+    });
     await server.listen(0, '127.0.0.1');
     browser = await launchChromium();
-    page = await browser.newPage();
+  });
+
+  // Each test on a page of its own browser context: a browser keeps six
+  // connections per host, and sessions a test left behind (an htmlfile
+  // iframe, a jsonp script) must not hold the next test's.
+  beforeEach(async () => {
+    await page?.context().close();
+    page = await (await browser.newContext()).newPage();
     await page.goto(`http://127.0.0.1:${server.port}/`);
   });
 
@@ -96,6 +113,19 @@ describe('sockjs-client in Chromium, every transport', () => {
       assert.deepEqual(result.received.slice(1), Array.from({ length: 20 }, (_, i) => `m${i}`));
       assert.deepEqual(result.closed, { code: 3000, reason: 'Go away!' });
       assert.equal(result.late, 'after heartbeats');
+    });
+  }
+
+  for (const transport of TRANSPORTS) {
+    test(`${transport}: receivers dropped at the response limit come back and lose nothing`, async () => {
+      const received = await page.evaluate(async (transport) => {
+        const sock = await window.openOn('/limited', transport);
+        sock.send('200');
+        await window.until(() => sock.received.length === 200, 10000);
+        sock.close();
+        return sock.received;
+      }, transport);
+      assert.deepEqual(received, Array.from({ length: 200 }, (_, i) => `burst ${i} ${'x'.repeat(30)}`));
     });
   }
 
