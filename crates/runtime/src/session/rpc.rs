@@ -8,11 +8,11 @@ use std::time::Instant;
 use bytes::Bytes;
 use switchboard_proto::rpc::{self, ProtocolError};
 
-use super::rpc_reader::RpcEvent;
 use super::{Machine, Phase};
 use crate::connection::ConnectionKind;
 use crate::events::{Record, TlsRecord};
 use crate::framing;
+use crate::rpc_reader::RpcEvent;
 use crate::stats;
 
 /// 16 bytes from the operating system's random source: the base of the

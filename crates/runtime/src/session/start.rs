@@ -11,7 +11,6 @@ use switchboard_proto::ws::deflate::{Compressor, Decompressor};
 use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
 
 use super::http::HttpReader;
-use super::rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use super::timers::Liveness;
 use super::writes::WriteQueue;
 use super::{Machine, Opening, Phase, Reader, Session};
@@ -21,6 +20,7 @@ use crate::events::{Record, TlsRecord, Transport, NO_ROUTE};
 use crate::framing;
 use crate::opening::Accepted;
 use crate::outbound::Outbound;
+use crate::rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use crate::state::ServerState;
 use crate::wake::WakeTarget;
 
