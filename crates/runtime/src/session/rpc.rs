@@ -17,7 +17,7 @@ use crate::stats;
 
 /// 16 bytes from the operating system's random source: the base of the
 /// server's UUIDs on one connection (docs/protocol.md §6).
-fn random_seed() -> [u8; 16] {
+pub(crate) fn random_seed() -> [u8; 16] {
     let mut seed = [0; 16];
     // The OS source failing (no /dev/urandom, no getrandom syscall) leaves
     // nothing sensible to do but stop.

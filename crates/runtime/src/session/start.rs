@@ -32,7 +32,7 @@ use crate::wake::WakeTarget;
 /// quarter, plus the chunk that crossed it: the worker sends chunks of at
 /// most 64 KiB) leaves half the limit to the frames credit does not pace.
 /// ARCHITECTURE.md ("Backpressure, end to end") has the whole argument.
-fn rpc_high_water(max_backpressure: usize) -> usize {
+pub(crate) fn rpc_high_water(max_backpressure: usize) -> usize {
     (max_backpressure / 4).max(1)
 }
 
@@ -129,7 +129,7 @@ impl Session {
             ConnectionKind::RpcStream => {
                 Reader::RpcStream(Box::new(RpcReader::new(max_frame_size)))
             }
-            ConnectionKind::SockJsHttp => {
+            ConnectionKind::SockJsHttp | ConnectionKind::RpcSockJsHttp => {
                 unreachable!("a SockJS session over HTTP lives in `sockjs/`, not on a socket")
             }
             ConnectionKind::Http => Reader::Http(Box::new(HttpReader::new(
