@@ -2,7 +2,8 @@
 //! `switchboard-pubsub`) plus delivery into connections' queues.
 //!
 //! A publish frames the message once per kind of recipient (WebSocket, the
-//! protocol on a stream, the protocol over WebSocket; compressing
+//! protocol on a stream, the protocol over WebSocket, SockJS, the protocol
+//! carried by SockJS; compressing
 //! connections take the payload), on first need, and every recipient of a
 //! kind shares those bytes. Recipients behind a virtual socket with a tag
 //! get the tag in front: one set of framings per distinct tag. No
@@ -39,6 +40,9 @@ struct Framings<'a> {
     /// For SockJS recipients: one `a["..."]` frame for all of them (`None`
     /// inside: a binary publish, which SockJS cannot carry).
     sockjs: Option<Option<Bytes>>,
+    /// For protocol sessions carried by SockJS: the protocol's MESSAGE in
+    /// base64, `a["..."]`, one for all of them.
+    rpc_sockjs: Option<Option<Bytes>>,
 }
 
 impl<'a> Framings<'a> {
@@ -54,6 +58,7 @@ impl<'a> Framings<'a> {
             rpc_stream: None,
             rpc_websocket: None,
             sockjs: None,
+            rpc_sockjs: None,
         }
     }
 
@@ -83,6 +88,10 @@ impl<'a> Framings<'a> {
             // The same encoded frame without its WebSocket header.
             ConnectionKind::SockJsHttp => match self.sockjs() {
                 Some(frame) => &framing::websocket_payload(frame),
+                None => return SendStatus::Dropped,
+            },
+            ConnectionKind::RpcSockJsHttp => match self.rpc_sockjs() {
+                Some(frame) => frame,
                 None => return SendStatus::Dropped,
             },
             // An HTTP connection takes responses only (a channel's messages
@@ -120,6 +129,17 @@ impl<'a> Framings<'a> {
             self.rpc_stream = Some(frame);
         }
         self.rpc_stream.as_ref().and_then(Option::as_ref)
+    }
+
+    /// The same MESSAGE carried in a SockJS message (base64).
+    fn rpc_sockjs(&mut self) -> Option<&Bytes> {
+        if self.rpc_sockjs.is_none() {
+            let carried = self
+                .rpc_stream()
+                .map(|frame| framing::sockjs_carried(frame));
+            self.rpc_sockjs = Some(carried);
+        }
+        self.rpc_sockjs.as_ref().and_then(Option::as_ref)
     }
 
     /// The same MESSAGE in a WebSocket binary message.

@@ -44,17 +44,35 @@ pub enum ConnectionKind {
     /// bytes the WebSocket transport sends inside its WebSocket header),
     /// which the session's receiver of the moment wraps for its transport.
     SockJsHttp,
+    /// The Switchboard protocol carried by a SockJS session on the HTTP
+    /// transports (`app.sockjs(prefix, { rpc: true })`): like `SockJsHttp`
+    /// without a socket, but each message is base64 of whole protocol
+    /// frames (`a["<base64>"]`, `switchboard_proto::sockjs::carriage`).
+    /// What JavaScript sends is protocol frames, as for `RpcStream`.
+    RpcSockJsHttp,
 }
 
 impl ConnectionKind {
     /// Whether it speaks the Switchboard protocol.
     pub fn is_rpc(self) -> bool {
-        matches!(self, Self::RpcStream | Self::RpcWebSocket)
+        matches!(
+            self,
+            Self::RpcStream | Self::RpcWebSocket | Self::RpcSockJsHttp
+        )
     }
 
     /// Whether its bytes are WebSocket frames.
     pub fn is_websocket(self) -> bool {
-        !matches!(self, Self::RpcStream | Self::Http | Self::SockJsHttp)
+        !matches!(
+            self,
+            Self::RpcStream | Self::Http | Self::SockJsHttp | Self::RpcSockJsHttp
+        )
+    }
+
+    /// Whether it is a SockJS session on the HTTP transports, without a
+    /// socket: each item queued is one encoded SockJS frame.
+    pub fn is_sockjs_http(self) -> bool {
+        matches!(self, Self::SockJsHttp | Self::RpcSockJsHttp)
     }
 }
 
@@ -99,13 +117,12 @@ impl Connection {
         // A SockJS session's receiver takes its frames one by one (a poll
         // answers the messages queued so far as one frame): never copied
         // into a run of bytes.
-        let (status, wake) =
-            if framed.len() <= COPY_FRAMES_UP_TO && self.kind != ConnectionKind::SockJsHttp {
-                self.outbound.push_frame_copy(framed)
-            } else {
-                self.outbound
-                    .push(OutItem::Frame(framed.clone()), framed.len())
-            };
+        let (status, wake) = if framed.len() <= COPY_FRAMES_UP_TO && !self.kind.is_sockjs_http() {
+            self.outbound.push_frame_copy(framed)
+        } else {
+            self.outbound
+                .push(OutItem::Frame(framed.clone()), framed.len())
+        };
         self.woken(wake);
         status
     }
@@ -135,6 +152,14 @@ impl Connection {
                     None => SendStatus::Dropped,
                 };
             }
+            // Protocol frames from the worker's peer, in base64 in one
+            // SockJS message (they are binary: a text send is no frame).
+            ConnectionKind::RpcSockJsHttp => {
+                if !binary {
+                    return SendStatus::Dropped;
+                }
+                return self.enqueue_frame(&crate::framing::sockjs_carried(payload));
+            }
             ConnectionKind::WebSocketDeflate => {
                 return self.enqueue_to_compress(Bytes::copy_from_slice(payload), binary);
             }
@@ -161,7 +186,8 @@ impl Connection {
             // Framed from a copy: the message is quoted into the frame.
             ConnectionKind::WebSocketDeflate
             | ConnectionKind::SockJsWebSocket
-            | ConnectionKind::SockJsHttp => return None,
+            | ConnectionKind::SockJsHttp
+            | ConnectionKind::RpcSockJsHttp => return None,
             ConnectionKind::Http => return Some(SendStatus::Closed),
         };
         let (status, wake) = self.outbound.send_direct(head, payload, &self.stats)?;

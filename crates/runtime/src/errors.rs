@@ -206,6 +206,15 @@ pub const SOCKJS_MESSAGE_TOO_BIG: Failure = Failure::new(
     "A send to a SockJS session over the route's `maxPayloadLength`: the request gets 413, and the session closes with `c[1009,\"Message too big\"]` (its `close` event reports 1009).",
 );
 
+// The Switchboard protocol carried by a SockJS session
+// (`app.sockjs(prefix, { rpc: true })`, docs/protocol.md, "Over SockJS").
+pub const SOCKJS_BROKEN_BASE64: Failure = Failure::new(
+    "ERR_SOCKJS_BROKEN_BASE64",
+    1002,
+    "a message is not padded standard base64",
+    "A message sent to a SockJS session that carries the Switchboard protocol is not padded standard base64: the `xhr_send` gets 500, none of its later messages is delivered, and the session closes with a GO_AWAY and `c[1002,\"ERR_SOCKJS_BROKEN_BASE64\"]` (its `close` event reports 1002).",
+);
+
 /// Every failure above, for the catalogue.
 pub const ALL: &[Failure] = &[
     WS_SLOW_CONSUMER,
@@ -234,6 +243,7 @@ pub const ALL: &[Failure] = &[
     SOCKJS_CALLBACK_REQUIRED,
     SOCKJS_CALLBACK_INVALID,
     SOCKJS_MESSAGE_TOO_BIG,
+    SOCKJS_BROKEN_BASE64,
 ];
 
 /// Close codes are in the WebSocket range; the rest are HTTP statuses.

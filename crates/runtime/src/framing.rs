@@ -97,6 +97,15 @@ pub fn websocket_payload(frame: &Bytes) -> Bytes {
     frame.slice(header.min(frame.len())..)
 }
 
+/// Protocol frames carried in one SockJS message, `a["<base64>"]`
+/// (docs/protocol.md, "Over SockJS"), as the HTTP transports' sessions
+/// queue it (no WebSocket header: they have no WebSocket).
+pub fn sockjs_carried(frames: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(switchboard_proto::sockjs::carried_len(frames.len()) + 5);
+    switchboard_proto::sockjs::write_carried_message(&mut out, frames);
+    Bytes::from(out)
+}
+
 /// A SockJS control frame (`o`, `h`, `c[...]`, written by `write`) in one
 /// WebSocket text message.
 pub fn sockjs_frame(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {

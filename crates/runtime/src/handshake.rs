@@ -131,16 +131,24 @@ pub(crate) fn decide(head: RequestHead, config: &ServerConfig) -> Decision {
     };
     // A SockJS service's WebSocket endpoints: a session, or the raw
     // WebSocket (a plain one); every other path under it is no WebSocket.
+    // A service that carries the Switchboard protocol has no session
+    // WebSocket (SockJS would carry its bytes as base64 text, where the
+    // protocol's own WebSocket carries them as they are), and its raw
+    // WebSocket is the protocol's: the subprotocol is required.
     let sockjs_session = match &route.sockjs {
         None => false,
         Some(sockjs) => {
             let path = sockjs::strip_prefix(&head.path, &sockjs.prefix);
             match path.and_then(sockjs::Route::parse) {
-                Some(sockjs::Route::RawWebSocket) if sockjs.websocket => false,
+                Some(sockjs::Route::RawWebSocket)
+                    if sockjs.websocket && (!route.rpc || offers_rpc(&head)) =>
+                {
+                    false
+                }
                 Some(sockjs::Route::Session {
                     transport: sockjs::Transport::WebSocket,
                     ..
-                }) if sockjs.websocket => true,
+                }) if sockjs.websocket && !route.rpc => true,
                 _ => return Decision::Respond(Response::failure(errors::WS_NO_ROUTE, &[])),
             }
         }
@@ -263,6 +271,15 @@ impl Upgrade {
             },
         ))
     }
+}
+
+/// Whether the request offers the Switchboard protocol's subprotocol.
+fn offers_rpc(head: &RequestHead) -> bool {
+    head.headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-protocol"))
+        .flat_map(|(_, value)| value.split(','))
+        .any(|offered| offered.trim() == switchboard_proto::rpc::SUBPROTOCOL)
 }
 
 fn origin_allowed(route: &RouteConfig, origin: Option<&str>) -> bool {

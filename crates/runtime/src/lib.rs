@@ -8,7 +8,8 @@
 //!
 //! What may import what (a tree; see `ARCHITECTURE.md`):
 //! - `config`, `errors`, `stats`, `framing`, `wake`, `tls`, `stream`,
-//!   `outbound`, `events` depend on nothing here but each other's leaves;
+//!   `outbound`, `events`, `rpc_reader` (the protocol's reading side,
+//!   pure) depend on nothing here but each other's leaves;
 //! - `connection` (the shared part of a connection, and the cork) on
 //!   `outbound`; `opening` (what a session starts with) on leaves;
 //! - `state` (what all threads share) on those;
@@ -33,6 +34,7 @@ pub mod http;
 mod opening;
 pub mod outbound;
 mod reactor;
+mod rpc_reader;
 pub mod server;
 mod session;
 mod sockjs;

@@ -164,6 +164,16 @@ export class Client extends Emitter<ClientEvents> {
     return this.connection?.isOpen === true ? this.connection.server : null;
   }
 
+  /**
+   * What carries the open connection (`Transport.name`): `'websocket'`,
+   * `'xhr-streaming'` or `'xhr-polling'` after a fallback to SockJS,
+   * `'tcp'`, `'tls'`, `'unix'`; null while not open (or for a transport
+   * without a name).
+   */
+  get transport(): string | null {
+    return this.connection?.isOpen === true ? this.connection.transportName : null;
+  }
+
   /** The current connection's peer (an escape hatch: prefer the client's methods), or null. */
   get peer(): Peer | null {
     return this.connection?.isOpen === true ? this.connection.peer : null;
@@ -479,7 +489,7 @@ export class Client extends Emitter<ClientEvents> {
     // Before anything the application sends: the subscriptions go first.
     this.subscriptions.opened();
     this.setState(ConnectionState.Open);
-    this.emit('open', { server, reconnected });
+    this.emit('open', { server, reconnected, transport: connection.transportName });
     this.readyWaiters.open();
     this.callWaiters.open();
   }

@@ -87,6 +87,11 @@ export class Connection {
     return this.phase === 'open';
   }
 
+  /** The name of the transport carrying it (`Transport.name`), or null. */
+  get transportName(): string | null {
+    return this.transport?.name ?? null;
+  }
+
   /** Open, and neither side sent GO_AWAY: new calls may go out on it. */
   get usablePeer(): Peer | null {
     const peer = this.peer;

@@ -9,6 +9,11 @@ import { RpcError } from 'switchboard-rpc';
 import { Client } from './client.js';
 import type { ClientOptions } from './options.js';
 import { ClientErrorCode } from './options.js';
+import type { TransportFactory } from './transport.js';
+import type { FallbackOptions } from './transports/fallback.js';
+import { fallbackTransport } from './transports/fallback.js';
+import type { SockJsTransportOptions } from './transports/sockjs.js';
+import { sockJsTransport } from './transports/sockjs.js';
 import type { WebSocketTransportOptions } from './transports/websocket.js';
 import { webSocketTransport } from './transports/websocket.js';
 
@@ -44,6 +49,11 @@ export type {
 } from './subscription.js';
 export type { CloseReason, Transport, TransportClose, TransportFactory, TransportHandlers } from './transport.js';
 export { globalWebSocket, webSocketTransport } from './transports/websocket.js';
+export { sockJsTransport } from './transports/sockjs.js';
+export type { FetchLike, RequestInitLike, ResponseLike, SockJsTransportOptions } from './transports/sockjs.js';
+export { fallbackTransport } from './transports/fallback.js';
+export type { FallbackOptions } from './transports/fallback.js';
+export { decodeBase64, encodeBase64 } from './base64.js';
 export type { WebSocketConstructor, WebSocketEventLike, WebSocketLike, WebSocketTransportOptions } from './transports/websocket.js';
 
 // What applications use with a client, so that they need one import only.
@@ -82,16 +92,65 @@ export type {
   WrapOptions,
 } from 'switchboard-rpc';
 
-/** `connect()`'s options: the client's, without `transport`, and the WebSocket's. */
-export interface ConnectOptions extends Omit<ClientOptions, 'transport'>, WebSocketTransportOptions {}
+/** The transports `connect()` chooses from (`ConnectOptions.transports`). */
+export type TransportKind = 'websocket' | 'sockjs';
+
+/** Where the SockJS fallback is, and how it behaves. */
+export interface SockJsFallbackOptions extends SockJsTransportOptions, FallbackOptions {
+  /** The server's `app.sockjs(prefix, { rpc: true })`: `http(s)://host/prefix`. */
+  url: string | URL;
+}
+
+/** `connect()`'s options: the client's, without `transport`, and the transports'. */
+export interface ConnectOptions extends Omit<ClientOptions, 'transport'>, WebSocketTransportOptions {
+  /**
+   * The SockJS service that carries the protocol where WebSocket is
+   * blocked (`app.sockjs(prefix, { rpc: true })` on the server): its URL,
+   * or the URL with the SockJS and fallback options. With it the client
+   * falls back to SockJS when a WebSocket fails to connect, for that
+   * connection and the later ones. Default: none (WebSocket only).
+   */
+  fallback?: string | URL | SockJsFallbackOptions;
+  /**
+   * The transports to use, in order: `['websocket', 'sockjs']` (the
+   * default with a `fallback`) tries WebSocket first; `['sockjs']` uses
+   * the fallback alone; `['websocket']` (the default without one) never
+   * falls back.
+   */
+  transports?: readonly TransportKind[];
+}
+
+/**
+ * The transport `connect()` uses for a WebSocket URL and its options:
+ * WebSocket, the SockJS fallback, or WebSocket falling back to SockJS
+ * (`ConnectOptions.transports`).
+ */
+export function webTransport(url: string | URL, options: ConnectOptions = {}): TransportFactory {
+  const fallback = options.fallback === undefined ? undefined : typeof options.fallback === 'object' && !(options.fallback instanceof URL) ? options.fallback : { url: options.fallback };
+  const kinds = options.transports ?? (fallback === undefined ? ['websocket'] : ['websocket', 'sockjs']);
+  const known = kinds.length > 0 && kinds.length <= 2 && new Set(kinds).size === kinds.length && kinds.every((kind) => kind === 'websocket' || kind === 'sockjs');
+  if (!known) throw new TypeError(`transports lists 'websocket' and/or 'sockjs' once each, got ${JSON.stringify(kinds)}`);
+  const factories = kinds.map((kind): TransportFactory => {
+    if (kind === 'websocket') return webSocketTransport(webSocketUrl(url), options);
+    if (fallback === undefined) throw new TypeError("transports lists 'sockjs': say where with fallback: { url }");
+    try {
+      return sockJsTransport(fallback.url, fallback);
+    } catch (error) {
+      throw new RpcError(ClientErrorCode.InvalidUrl, error instanceof Error ? error.message : String(error));
+    }
+  });
+  return factories.length === 1 ? factories[0]! : fallbackTransport(factories[0]!, factories[1]!, fallback);
+}
 
 /**
  * Connects to a WebSocket URL (`ws:`, `wss:`; `http:` and `https:` are
- * taken as `ws:` and `wss:`) and resolves with the client once it is open.
- * Rejects, with the client closed, when the first connection fails.
+ * taken as `ws:` and `wss:`), falling back to SockJS where WebSocket is
+ * blocked when `fallback` says where, and resolves with the client once it
+ * is open. Rejects, with the client closed, when the first connection
+ * fails.
  */
 export async function connect(url: string | URL, options: ConnectOptions = {}): Promise<Client> {
-  const client = new Client({ ...options, transport: webSocketTransport(webSocketUrl(url), options) });
+  const client = new Client({ ...options, transport: webTransport(url, options) });
   await client.ready;
   return client;
 }

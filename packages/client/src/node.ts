@@ -7,13 +7,13 @@
 import { RpcError } from 'switchboard-rpc';
 import { Client } from './client.js';
 import type { ConnectOptions } from './index.js';
-import { webSocketUrl } from './index.js';
+import { webTransport } from './index.js';
 import { ClientErrorCode } from './options.js';
 import type { TransportFactory } from './transport.js';
 import type { SocketTransportOptions, TlsOptions } from './transports/node.js';
 import { socketTransport } from './transports/node.js';
 import type { WebSocketConstructor } from './transports/websocket.js';
-import { globalWebSocket, webSocketTransport } from './transports/websocket.js';
+import { globalWebSocket } from './transports/websocket.js';
 
 export * from './index.js';
 export { socketTransport, tcpTransport, tlsTransport, unixTransport } from './transports/node.js';
@@ -33,7 +33,9 @@ export interface NodeConnectOptions extends ConnectOptions {
  * - `tcp://host:port`, `tls://host:port`;
  * - `unix:/path/to.sock` (or `unix:///path/to.sock`; `unix:relative.sock`);
  * - `ws://…`, `wss://…` (also `http://`, `https://`): with `options.WebSocket`,
- *   else the global WebSocket (Node ≥ 22), else the `ws` package if it is installed.
+ *   else the global WebSocket (Node ≥ 22), else the `ws` package if it is
+ *   installed; falling back to SockJS with `options.fallback` (see
+ *   `ConnectOptions.transports`).
  */
 export async function transportFor(url: string | URL, options: NodeConnectOptions = {}): Promise<TransportFactory> {
   const href = String(url);
@@ -58,11 +60,12 @@ export async function transportFor(url: string | URL, options: NodeConnectOption
     if (parsed.protocol === 'tls:') socketOptions.tls = options.tls ?? true;
     return socketTransport(socketOptions);
   }
-  const wsUrl = webSocketUrl(parsed);
-  const WebSocket = options.WebSocket ?? globalWebSocket() ?? (await loadWs());
+  const sockjsOnly = options.transports?.length === 1 && options.transports[0] === 'sockjs';
+  // A global WebSocket (Node ≥ 22), else `ws`: not needed for SockJS alone.
+  const WebSocket = options.WebSocket ?? globalWebSocket() ?? (sockjsOnly ? undefined : await loadWs());
   // `ws` takes TLS options (ca, cert, servername…) in its third argument.
   const webSocketOptions = options.tls === undefined ? options.webSocketOptions : { ...options.tls, ...options.webSocketOptions };
-  return webSocketTransport(wsUrl, webSocketOptions === undefined ? { WebSocket } : { WebSocket, webSocketOptions });
+  return webTransport(parsed, { ...options, WebSocket, webSocketOptions });
 }
 
 /** The `ws` package's WebSocket, for Node 20 (an optional peer dependency). */

@@ -99,6 +99,8 @@ export interface OpenEvent {
   server: ServerInfo;
   /** False for the first connection, true after a reconnect. */
   reconnected: boolean;
+  /** What carries it (`client.transport`): `'websocket'`, `'xhr-streaming'`… */
+  transport: string | null;
 }
 
 /** One connection ended (or one attempt failed). */

@@ -41,6 +41,13 @@ export interface Transport {
    * whole frames (docs/protocol.md §2, over WebSocket).
    */
   readonly framing: 'stream' | 'message';
+  /**
+   * What carries the connection, for the application (`client.transport`):
+   * `'websocket'`, `'xhr-streaming'` or `'xhr-polling'` (the SockJS
+   * fallback), `'tcp'`, `'tls'`, `'unix'`. Optional for transports of
+   * one's own.
+   */
+  readonly name?: string;
   /** Bytes written and not yet handed to the network (for monitoring). */
   readonly bufferedAmount: number;
   /**

@@ -141,11 +141,25 @@ export class App extends Operations {
    * handlers, its messages text (docs/sockjs.md). The WebSocket transport
    * and the raw `<prefix>/websocket` are served, with `/info`, the
    * greeting and the iframe page answered natively.
+   *
+   * With `rpc: true` the service carries the Switchboard protocol instead:
+   * each session on the HTTP transports is a protocol connection of
+   * `app.rpc` (transport `'sockjs'`), its messages base64 of protocol
+   * frames, and `<prefix>/websocket` is the protocol over WebSocket. It is
+   * the fallback `switchboard-client` uses where WebSocket is blocked
+   * (docs/sockjs.md, "The Switchboard protocol over SockJS"). Only the
+   * `upgrade` handler is taken.
    */
   sockjs<UserData = unknown>(prefix: string, behavior: SockJsBehavior<UserData>): this {
     const sockjs = nativeSockJs(prefix, behavior);
     if (behavior.rpc) {
-      throw new SwitchboardError('ERR_INVALID_OPTION', 'a SockJS service carries text messages: it cannot speak the Switchboard protocol (rpc)');
+      // Every session of such a service is a protocol connection of
+      // `app.rpc`: a WebSocket handler would never run.
+      for (const handler of ['open', 'message', 'drain', 'close'] as const) {
+        if (behavior[handler] !== undefined) {
+          throw new SwitchboardError('ERR_INVALID_OPTION', `app.sockjs(${JSON.stringify(prefix)}, { rpc: true }) is served by app.rpc: its ${handler} handler would never run`);
+        }
+      }
     }
     // A service's route is always `<prefix>/*`: a taken prefix is a taken path.
     return this.addWebSocketRoute(`${prefix}/*`, behavior, sockjs);

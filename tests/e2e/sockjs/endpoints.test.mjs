@@ -460,12 +460,15 @@ describe('SockJS endpoints', () => {
   });
 });
 
-test('registration refuses prefixes with a trailing slash or without a leading one, rpc, a taken prefix, a quoted sockjsUrl', () => {
+test('registration refuses prefixes with a trailing slash or without a leading one, rpc with a handler, a taken prefix, a quoted sockjsUrl', () => {
   const server = new Server({ workers: 0 });
   const refused = (fn, what) => assert.throws(fn, (e) => e.code === 'ERR_INVALID_OPTION', what);
   refused(() => server.sockjs('/echo/', {}), 'trailing slash');
   refused(() => server.sockjs('echo', {}), 'no leading slash');
-  refused(() => server.sockjs('/rpc', { rpc: true }), 'rpc');
+  // A protocol service is served by app.rpc: its WebSocket handlers would never run.
+  refused(() => server.sockjs('/rpc', { rpc: true, message: () => {} }), 'rpc with a message handler');
+  refused(() => server.sockjs('/rpc', { rpc: true, open: () => {} }), 'rpc with an open handler');
+  server.sockjs('/rpc', { rpc: true, upgrade: () => {} });
   refused(() => server.sockjs('/quoted', { sockjsUrl: '/a"><script>alert(1)</script>' }), 'a sockjsUrl that would break out of the attribute');
   server.sockjs('/taken', {});
   refused(() => server.sockjs('/taken', {}), 'the same prefix twice');

@@ -29,6 +29,8 @@
 //!   parse what clients send into [`Messages`], with a strict parser for
 //!   JSON arrays of strings; errors are [`PayloadError`] with the
 //!   protocol's exact texts;
+//! - [`write_carried_message`] and [`decode_carried`] carry the
+//!   Switchboard protocol's frames in SockJS messages, as base64;
 //! - [`Callback`] validates the jsonp and htmlfile callback name
 //!   ([`CallbackError`]);
 //! - [`GREETING`], [`Info`] and [`IframePage`] are the fixed documents;
@@ -63,6 +65,7 @@
 //! ```
 
 mod callback;
+mod carriage;
 mod close;
 mod documents;
 mod escape;
@@ -77,6 +80,8 @@ mod transport;
 #[cfg(test)]
 mod callback_tests;
 #[cfg(test)]
+mod carriage_tests;
+#[cfg(test)]
 mod documents_tests;
 #[cfg(test)]
 mod escape_tests;
@@ -88,6 +93,7 @@ mod payload_tests;
 mod route_tests;
 
 pub use callback::{Callback, CallbackError, MAX_CALLBACK_LEN};
+pub use carriage::{carried_len, decode_carried, write_carried_message, BrokenBase64};
 pub use close::{
     CloseReason, ANOTHER_CONNECTION_STILL_OPEN, BROKEN_FRAMING, CONNECTION_INTERRUPTED, GO_AWAY,
     NORMAL_CLOSURE, NO_RESPONSE_FROM_HEARTBEAT,

@@ -96,6 +96,8 @@ pub enum Transport {
     Unix = 1,
     WebSocket = 2,
     Tls = 3,
+    /// Carried by a SockJS session on the HTTP transports.
+    SockJs = 4,
 }
 
 impl Transport {
@@ -105,6 +107,7 @@ impl Transport {
             1 => Self::Unix,
             2 => Self::WebSocket,
             3 => Self::Tls,
+            4 => Self::SockJs,
             _ => return None,
         })
     }

@@ -139,7 +139,7 @@ impl Machine {
             }
             // The HTTP reader handles its own (`session/http.rs`); a SockJS
             // session over HTTP has no session of this kind (`sockjs/`).
-            ConnectionKind::Http | ConnectionKind::SockJsHttp => {}
+            ConnectionKind::Http | ConnectionKind::SockJsHttp | ConnectionKind::RpcSockJsHttp => {}
             ConnectionKind::RpcStream | ConnectionKind::RpcWebSocket => {
                 self.push_go_away(errors::GOING_AWAY.code, "server shutting down");
                 self.phase = Phase::Draining {

@@ -8,16 +8,16 @@ use std::time::Instant;
 use bytes::Bytes;
 use switchboard_proto::rpc::{self, ProtocolError};
 
-use super::rpc_reader::RpcEvent;
 use super::{Machine, Phase};
 use crate::connection::ConnectionKind;
 use crate::events::{Record, TlsRecord};
 use crate::framing;
+use crate::rpc_reader::RpcEvent;
 use crate::stats;
 
 /// 16 bytes from the operating system's random source: the base of the
 /// server's UUIDs on one connection (docs/protocol.md §6).
-fn random_seed() -> [u8; 16] {
+pub(crate) fn random_seed() -> [u8; 16] {
     let mut seed = [0; 16];
     // The OS source failing (no /dev/urandom, no getrandom syscall) leaves
     // nothing sensible to do but stop.

@@ -11,7 +11,6 @@ use switchboard_proto::ws::deflate::{Compressor, Decompressor};
 use switchboard_proto::ws::{Decoder, DecoderConfig, Role};
 
 use super::http::HttpReader;
-use super::rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use super::timers::Liveness;
 use super::writes::WriteQueue;
 use super::{Machine, Opening, Phase, Reader, Session};
@@ -21,6 +20,7 @@ use crate::events::{Record, TlsRecord, Transport, NO_ROUTE};
 use crate::framing;
 use crate::opening::Accepted;
 use crate::outbound::Outbound;
+use crate::rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use crate::state::ServerState;
 use crate::wake::WakeTarget;
 
@@ -32,7 +32,7 @@ use crate::wake::WakeTarget;
 /// quarter, plus the chunk that crossed it: the worker sends chunks of at
 /// most 64 KiB) leaves half the limit to the frames credit does not pace.
 /// ARCHITECTURE.md ("Backpressure, end to end") has the whole argument.
-fn rpc_high_water(max_backpressure: usize) -> usize {
+pub(crate) fn rpc_high_water(max_backpressure: usize) -> usize {
     (max_backpressure / 4).max(1)
 }
 
@@ -129,7 +129,7 @@ impl Session {
             ConnectionKind::RpcStream => {
                 Reader::RpcStream(Box::new(RpcReader::new(max_frame_size)))
             }
-            ConnectionKind::SockJsHttp => {
+            ConnectionKind::SockJsHttp | ConnectionKind::RpcSockJsHttp => {
                 unreachable!("a SockJS session over HTTP lives in `sockjs/`, not on a socket")
             }
             ConnectionKind::Http => Reader::Http(Box::new(HttpReader::new(

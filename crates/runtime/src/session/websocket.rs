@@ -10,11 +10,11 @@ use switchboard_proto::sockjs;
 use switchboard_proto::ws::encoder::close_payload;
 use switchboard_proto::ws::{Event, Flow, OpCode};
 
-use super::rpc_reader::RpcReader;
 use super::{Machine, Phase};
 use crate::connection::ConnectionKind;
 use crate::errors;
 use crate::framing;
+use crate::rpc_reader::RpcReader;
 use crate::stats;
 
 impl Machine {

@@ -1,5 +1,6 @@
-//! SockJS sessions on the HTTP transports (`session.rs`), by route and
-//! session id, and their expiry.
+//! SockJS sessions on the HTTP transports (`session.rs`; `rpc.rs` for
+//! those that carry the Switchboard protocol), by route and session id,
+//! and their expiry (and a protocol session's handshake deadline).
 //!
 //! The client chooses session ids, so the table hashes them with the
 //! standard library's keyed SipHash, not the connection table's fast hash.
@@ -20,8 +21,10 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+mod rpc;
 mod session;
 
+pub(crate) use rpc::{CarriedOpening, RpcCarriage};
 pub(crate) use session::{close_frame, Forward, Refused, SockJsSession};
 
 use crate::connection::Connection;
@@ -118,7 +121,8 @@ impl SockJsSessions {
     }
 
     /// If a sweep is due (and no other thread sweeps): forget the sessions
-    /// whose receiver left a disconnect delay ago, and set the next sweep.
+    /// whose receiver left a disconnect delay ago, close the protocol
+    /// sessions that sent no HELLO in time, and set the next sweep.
     pub(crate) fn sweep(&self, server: &dyn Host, now: Instant) {
         if self.next_sweep().is_none_or(|due| due > now) {
             return;
@@ -128,8 +132,14 @@ impl SockJsSessions {
         };
         self.next_sweep.store(NEVER, Ordering::Release);
         let mut expired = Vec::new();
+        let mut silent = Vec::new();
         let mut next: Option<Instant> = None;
         self.sessions.lock().retain(|_, session| {
+            match session.hello_deadline() {
+                Some(at) if at <= now => silent.push(session.clone()),
+                Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
+                None => {}
+            }
             match session.expires_at() {
                 Some(at) if at <= now => {
                     expired.push(session.clone());
@@ -142,6 +152,9 @@ impl SockJsSessions {
         });
         if let Some(at) = next {
             self.expire_at(at.max(now + SWEEP_EVERY));
+        }
+        for session in silent {
+            session.hello_timed_out();
         }
         for session in expired {
             session.expire(server);
@@ -161,11 +174,12 @@ impl SockJsSessions {
             if session.expires_at().is_some() {
                 session.close(server, frame, (1001, ""));
             } else {
+                // A protocol session is told in a GO_AWAY too.
                 session.connection.enqueue(
                     crate::outbound::OutItem::Close {
                         code: frame.code,
                         reason: frame.reason.into(),
-                        go_away: false,
+                        go_away: session.rpc.is_some(),
                     },
                     0,
                 );

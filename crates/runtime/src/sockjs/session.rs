@@ -28,6 +28,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use switchboard_proto::sockjs::CloseReason;
 
+use super::rpc::{reason_code, RpcCarriage};
 use super::Host;
 use crate::connection::Connection;
 use crate::hook::UpgradeDecision;
@@ -113,6 +114,10 @@ pub(crate) struct SockJsSession {
     pub(crate) disconnect_delay: Duration,
     forward: Arc<Forward>,
     state: Mutex<State>,
+    /// A session that carries the Switchboard protocol: its reader and
+    /// handshake (`rpc.rs`). Locked before `state` when both are, never
+    /// the other way round.
+    pub(crate) rpc: Option<Mutex<RpcCarriage>>,
 }
 
 impl SockJsSession {
@@ -131,6 +136,7 @@ impl SockJsSession {
             key: key.into(),
             disconnect_delay,
             forward,
+            rpc: None,
             state: Mutex::new(State {
                 phase: if hook {
                     Phase::Hook { decision: None }
@@ -143,6 +149,12 @@ impl SockJsSession {
                 own: VecDeque::new(),
             }),
         }
+    }
+
+    /// The session carries the Switchboard protocol (`rpc.rs`).
+    pub(crate) fn carrying(mut self, carriage: Option<RpcCarriage>) -> Self {
+        self.rpc = carriage.map(Mutex::new);
+        self
     }
 
     /// Attach a receiver whose connection `target` wakes: from now on the
@@ -293,8 +305,12 @@ impl SockJsSession {
                 OutItem::Frame(frame) if frame.first() == Some(&b'a') => {
                     messages.push(frame.clone());
                 }
-                OutItem::Close { code, reason, .. } => {
-                    close = Some((*code, reason.clone()));
+                OutItem::Close {
+                    code,
+                    reason,
+                    go_away,
+                } => {
+                    close = Some((*code, reason.clone(), *go_away));
                 }
                 // (Nothing else is queued for this kind.)
                 _ => {}
@@ -324,6 +340,14 @@ impl SockJsSession {
                 server.drained(&self.connection);
             }
         }
+        if let (Some((_, reason, true)), Some(rpc)) = (&close, &self.rpc) {
+            // The application closed a protocol session: a GO_AWAY with the
+            // reason's code goes before the close frame, as on a socket
+            // (`session/closing.rs`); without the flag its peer wrote one.
+            if let Some(go_away) = rpc.lock().go_away(reason_code(reason), reason) {
+                messages.push(go_away);
+            }
+        }
         if !messages.is_empty() {
             frames.frames.push(merge_messages(&messages));
         }
@@ -340,7 +364,9 @@ impl SockJsSession {
             }
             None => None,
         };
-        let close = close.or_else(|| failure.map(|failure| (failure.status, failure.reason())));
+        let close = close
+            .map(|(code, reason, _)| (code, reason))
+            .or_else(|| failure.map(|failure| (failure.status, failure.reason())));
         if let Some((code, reason)) = close {
             // The application's close, or why the session was evicted: the
             // client gets it as the close frame, the worker as `close`.
@@ -371,6 +397,37 @@ impl SockJsSession {
             reported.status,
             reason.clone(),
             (reported.status, &reason),
+        );
+    }
+
+    /// When a protocol session must have sent its HELLO (`None`: it did,
+    /// it has not opened yet, or it carries no protocol).
+    pub(crate) fn hello_deadline(&self) -> Option<Instant> {
+        self.rpc.as_ref().and_then(|rpc| rpc.lock().hello_deadline)
+    }
+
+    /// No HELLO in time: the session closes with `ERR_HANDSHAKE_TIMEOUT`,
+    /// its GO_AWAY and close frame queued for the receiver (attached now,
+    /// or the next one).
+    pub(crate) fn hello_timed_out(&self) {
+        let Some(rpc) = &self.rpc else {
+            return;
+        };
+        {
+            let mut rpc = rpc.lock();
+            if rpc.hello_deadline.take().is_none() {
+                return;
+            }
+            rpc.failed = true;
+        }
+        let failure = crate::errors::HANDSHAKE_TIMEOUT;
+        self.connection.enqueue(
+            OutItem::Close {
+                code: failure.status,
+                reason: failure.code.to_owned(),
+                go_away: true,
+            },
+            0,
         );
     }
 

@@ -56,6 +56,7 @@ function open(options: SocketTransportOptions): { socket: net.Socket; event: 'co
 
 class SocketTransport implements Transport {
   readonly framing = 'stream';
+  readonly name: 'tcp' | 'tls' | 'unix';
   private readonly socket: net.Socket;
   private opened = false;
   private reported = false;
@@ -67,6 +68,7 @@ class SocketTransport implements Transport {
   ) {
     const { socket, event } = open(options);
     this.socket = socket;
+    this.name = options.tls !== undefined && options.tls !== false ? 'tls' : options.path !== undefined ? 'unix' : 'tcp';
     socket.once(event, () => {
       if (options.noDelay !== false && options.path === undefined) socket.setNoDelay(true);
       this.opened = true;

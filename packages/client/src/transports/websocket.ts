@@ -70,6 +70,7 @@ export function webSocketTransport(url: string | URL, options: WebSocketTranspor
 
 class WebSocketTransport implements Transport {
   readonly framing = 'message';
+  readonly name = 'websocket';
   private readonly ws: WebSocketLike;
   private error: Error | undefined;
   private reported = false;

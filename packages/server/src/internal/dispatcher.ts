@@ -258,6 +258,9 @@ export class Dispatcher {
   private lastHttp: HttpState | undefined;
 
   private openRpc(event: RpcOpenEvent): void {
+    // Data an `upgrade` hook attached (a protocol WebSocket, a SockJS
+    // session) is not the protocol's: its open hook reads the connect data.
+    this.upgraded.delete(event.id);
     const hello = decodeFrame(event.hello, 0, Number.MAX_SAFE_INTEGER)?.frame;
     const welcome = decodeFrame(event.welcome, 0, Number.MAX_SAFE_INTEGER)?.frame;
     if (hello?.type !== 'hello' || welcome?.type !== 'welcome') {

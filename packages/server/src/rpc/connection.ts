@@ -39,10 +39,10 @@ import type { ClientSubscriptions } from './subscriptions.js';
  */
 const MAX_STREAM_CHUNK = 64 * 1024;
 
-/** How the connection reached the server. */
-export type RpcTransport = 'tcp' | 'unix' | 'websocket' | 'tls';
+/** How the connection reached the server: `sockjs` is the protocol carried by a SockJS session on the HTTP transports (`app.sockjs(prefix, { rpc: true })`). */
+export type RpcTransport = 'tcp' | 'unix' | 'websocket' | 'tls' | 'sockjs';
 /** Indexed by the native transport byte (`Transport` in `crates/runtime/src/events/record.rs`). */
-const TRANSPORTS: readonly RpcTransport[] = ['tcp', 'unix', 'websocket', 'tls'];
+const TRANSPORTS: readonly RpcTransport[] = ['tcp', 'unix', 'websocket', 'tls', 'sockjs'];
 
 /** What the TLS handshake of a `tls` connection settled. */
 export type RpcTlsInfo = TlsInfo;

@@ -42,6 +42,7 @@ mod serve;
 mod sockjs;
 mod sockjs_answer;
 mod sockjs_receive;
+mod sockjs_rpc;
 mod sockjs_send;
 #[cfg(test)]
 mod tests;

@@ -55,8 +55,9 @@ impl Core {
         now: Instant,
     ) {
         let server = machine.server.clone();
-        let decision = match &server.config.routes[route].sockjs {
-            Some(service) => decide(service, head),
+        let config = &server.config.routes[route];
+        let decision = match &config.sockjs {
+            Some(service) => decide(service, config.rpc, head),
             None => Decision::Answer(Answer::new(404)),
         };
         // Not counted by route (`http/metrics.rs` has no row for them).
@@ -132,22 +133,23 @@ fn session_headers(
     answer.headers
 }
 
-/// What `head`, on the service's prefix, is.
-fn decide(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Decision {
+/// What `head`, on the service's prefix, is. `rpc`: the service carries
+/// the Switchboard protocol.
+fn decide(service: &SockJsConfig, rpc: bool, head: &RequestHead<'_, '_>) -> Decision {
     let Some(Route::Session {
         session_id,
         transport,
         ..
     }) = sockjs::strip_prefix(head.path, &service.prefix).and_then(Route::parse)
     else {
-        return Decision::Answer(answer(service, head));
+        return Decision::Answer(answer(service, rpc, head));
     };
     let method = match head.method {
         Method::Head => Method::Get,
         other => other,
     };
     if !transport.allows(method) || method == Method::Options {
-        return Decision::Answer(answer(service, head));
+        return Decision::Answer(answer(service, rpc, head));
     }
     let callback = match transport {
         Transport::HtmlFile | Transport::JsonpPolling => match Callback::from_query(head.query) {
@@ -167,7 +169,7 @@ fn decide(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Decision {
         _ => None,
     };
     match transport.role() {
-        TransportRole::WebSocket => Decision::Answer(answer(service, head)),
+        TransportRole::WebSocket => Decision::Answer(answer(service, rpc, head)),
         TransportRole::Polling | TransportRole::Streaming => {
             let Some(framing) = Framing::for_transport(transport, callback) else {
                 return Decision::Answer(Answer::new(404));
@@ -186,8 +188,13 @@ fn decide(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Decision {
     }
 }
 
-/// What the service answers `head`.
-fn answer(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Answer {
+/// What the service answers `head`. A service that carries the
+/// Switchboard protocol (`rpc`) has no SockJS WebSocket transport (its
+/// messages are base64, where the protocol's own WebSocket carries bytes):
+/// `/info` says `"websocket":false`, a session's `websocket` URL is 404,
+/// and `<prefix>/websocket` is the protocol over WebSocket
+/// (`handshake.rs`).
+fn answer(service: &SockJsConfig, rpc: bool, head: &RequestHead<'_, '_>) -> Answer {
     let Some(route) = sockjs::strip_prefix(head.path, &service.prefix).and_then(Route::parse)
     else {
         return Answer::new(404);
@@ -204,7 +211,14 @@ fn answer(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Answer {
                 ..
             }
     );
-    if websocket_url && !service.websocket {
+    let session_websocket = matches!(
+        route,
+        Route::Session {
+            transport: Transport::WebSocket,
+            ..
+        }
+    );
+    if websocket_url && (!service.websocket || (rpc && session_websocket)) {
         return Answer::new(404);
     }
     if !route.allows(method) {
@@ -226,7 +240,7 @@ fn answer(service: &SockJsConfig, head: &RequestHead<'_, '_>) -> Answer {
             getrandom::fill(&mut entropy).expect("the operating system's random source failed");
             let mut json = Vec::with_capacity(96);
             Info {
-                websocket: service.websocket,
+                websocket: service.websocket && !rpc,
                 cookie_needed: service.cookie_needed,
                 entropy: u32::from_le_bytes(entropy),
             }
@@ -279,7 +293,7 @@ mod tests {
     fn ask(request: &str) -> Answer {
         let mut parser = switchboard_proto::http1::HeadParser::new(Default::default());
         let head = parser.parse(request.as_bytes()).unwrap().unwrap();
-        answer(&SockJsConfig::new("/echo"), &head)
+        answer(&SockJsConfig::new("/echo"), false, &head)
     }
 
     fn header<'a>(answer: &'a Answer, name: &str) -> Option<&'a str> {

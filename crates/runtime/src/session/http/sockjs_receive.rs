@@ -33,12 +33,14 @@ use switchboard_proto::sockjs::{self, Framing, ANOTHER_CONNECTION_STILL_OPEN};
 use super::answers::frame;
 use super::sockjs_answer::Answer;
 use super::Core;
+use crate::config::SlowConsumerPolicy;
 use crate::connection::{Connection, ConnectionKind};
 use crate::errors;
 use crate::events::{Record, TlsRecord};
 use crate::outbound::{OutItem, Outbound};
+use crate::session::start::rpc_high_water;
 use crate::session::Machine;
-use crate::sockjs::{close_frame, Forward, Refused, SockJsSession};
+use crate::sockjs::{close_frame, CarriedOpening, Forward, Refused, RpcCarriage, SockJsSession};
 use crate::state::{PendingUpgrade, ServerState, UpgradeDecision};
 use crate::tls::TlsInfo;
 use crate::wake::WakeTarget;
@@ -181,7 +183,7 @@ impl Core {
                 ask_hook(&server, &session, &self.remote, self.tls.as_ref(), head);
                 receiver.hook_deadline = Some(now + server.config.upgrade_timeout);
             } else {
-                open(&server, &session, &self.remote, self.tls.as_ref());
+                open(&server, &session, &self.remote, self.tls.as_ref(), now);
             }
         }
         let refused = match session.attach(machine.connection.outbound.wake_target()) {
@@ -214,7 +216,7 @@ impl Core {
                 Some(UpgradeDecision::Accept { .. }) => {
                     receiver.hook_deadline = None;
                     let session = receiver.session.clone();
-                    open(&server, &session, &self.remote, self.tls.as_ref());
+                    open(&server, &session, &self.remote, self.tls.as_ref(), now);
                 }
                 Some(UpgradeDecision::Reject { status, reason }) => {
                     self.refuse_receiver(machine, status, &reason, now);
@@ -419,19 +421,31 @@ impl Core {
 }
 
 /// A new session of `route`: its connection (not registered until it
-/// opens), wake-ups forwarded to its receiver of the moment.
+/// opens), wake-ups forwarded to its receiver of the moment. On a route
+/// with `rpc` it carries the Switchboard protocol, and its queue follows
+/// the protocol's rules (`session/start.rs`): never a dropped frame, the
+/// protocol's own limit, stream data paused at the high-water mark.
 fn new_session(server: &ServerState, route: usize, key: &str, now: Instant) -> Arc<SockJsSession> {
     let config = &server.config.routes[route];
     let forward = Arc::new(Forward::default());
-    let outbound = Outbound::new(
-        config.max_backpressure,
-        config.slow_consumer,
-        WakeTarget::new(forward.clone(), 0, 0),
-    );
+    let waker = WakeTarget::new(forward.clone(), 0, 0);
+    let (kind, outbound, carriage) = if config.rpc {
+        let max_backpressure = config
+            .max_backpressure
+            .max(server.config.rpc.max_backpressure);
+        let outbound = Outbound::new(max_backpressure, SlowConsumerPolicy::Close, waker)
+            .with_high_water(rpc_high_water(max_backpressure));
+        let max_frame_size = server.config.rpc.settings.max_frame_size as usize;
+        let carriage = RpcCarriage::new(max_frame_size);
+        (ConnectionKind::RpcSockJsHttp, outbound, Some(carriage))
+    } else {
+        let outbound = Outbound::new(config.max_backpressure, config.slow_consumer, waker);
+        (ConnectionKind::SockJsHttp, outbound, None)
+    };
     let connection = Arc::new(Connection {
         id: server.next_id(),
         worker: server.pick_worker() as u32,
-        kind: ConnectionKind::SockJsHttp,
+        kind,
         outbound,
         stats: server.stats.clone(),
     });
@@ -439,7 +453,7 @@ fn new_session(server: &ServerState, route: usize, key: &str, now: Instant) -> A
         .sockjs
         .as_ref()
         .map_or(sockjs::DEFAULT_DISCONNECT_DELAY, |s| s.disconnect_delay);
-    Arc::new(SockJsSession::new(
+    let session = SockJsSession::new(
         connection,
         forward,
         route,
@@ -447,22 +461,43 @@ fn new_session(server: &ServerState, route: usize, key: &str, now: Instant) -> A
         delay,
         config.has_upgrade_hook,
         now,
-    ))
+    );
+    Arc::new(session.carrying(carriage))
 }
 
-/// The session opens: reachable by id, its worker hears `OPEN`, its first
-/// frame is `o`.
-fn open(server: &ServerState, session: &SockJsSession, remote: &str, tls: Option<&TlsInfo>) {
+/// The session opens: reachable by id, its first frame `o`. A plain
+/// session's worker hears `OPEN`; a protocol session's hears `RPC_OPEN`
+/// once its HELLO is answered (`sockjs_rpc.rs`), which must come within
+/// `handshakeTimeout`.
+fn open(
+    server: &ServerState,
+    session: &SockJsSession,
+    remote: &str,
+    tls: Option<&TlsInfo>,
+    now: Instant,
+) {
     let connection = &session.connection;
     server.register(connection);
-    server.queues[connection.worker()].push(&Record::Open {
-        id: connection.id,
-        route: session.route as u16,
-        remote,
-        protocol: "",
-        extensions: "",
-        tls: tls.map(TlsRecord::from),
-    });
+    match &session.rpc {
+        Some(rpc) => {
+            let deadline = now + server.config.handshake_timeout;
+            let mut rpc = rpc.lock();
+            rpc.opening = Some(CarriedOpening {
+                remote: remote.to_owned(),
+                tls: tls.cloned(),
+            });
+            rpc.hello_deadline = Some(deadline);
+            server.sockjs.expire_at(deadline);
+        }
+        None => server.queues[connection.worker()].push(&Record::Open {
+            id: connection.id,
+            route: session.route as u16,
+            remote,
+            protocol: "",
+            extensions: "",
+            tls: tls.map(TlsRecord::from),
+        }),
+    }
     session.opened(Bytes::from_static(b"o"));
 }
 

@@ -6,7 +6,8 @@
 //! body that is empty or not a JSON array of strings `500` with the
 //! protocol's texts (the session lives on), a body over the limit `413`
 //! (the session closes with `1009`, as a WebSocket message over the limit
-//! closes its connection).
+//! closes its connection). A session that carries the Switchboard
+//! protocol takes its messages through `sockjs_rpc.rs` instead.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,7 +19,7 @@ use switchboard_proto::sockjs::{
 
 use super::answers::frame;
 use super::sockjs_answer::Answer;
-use super::{Core, ReadState};
+use super::{sockjs_rpc, Core, ReadState};
 use crate::errors;
 use crate::events::Record;
 use crate::session::Machine;
@@ -63,8 +64,12 @@ impl Core {
             self.sockjs_answer(machine, Answer::new(404), head, keep_alive, now);
             return;
         };
+        let max_body_bytes = match session.rpc {
+            Some(_) => sockjs_rpc::send_body_limit(&server, route),
+            None => server.config.routes[route].max_payload_length,
+        };
         let limits = BodyLimits {
-            max_body_bytes: server.config.routes[route].max_payload_length as u64,
+            max_body_bytes: max_body_bytes as u64,
             ..BodyLimits::default()
         };
         let decoder = match head.body {
@@ -161,6 +166,16 @@ impl Core {
             _ => sockjs::parse_xhr_send(&send.body),
         };
         let answer = match parsed {
+            Ok(messages) if send.session.rpc.is_some() => {
+                match sockjs_rpc::feed(&machine.server, &send.session, messages) {
+                    Ok(()) => Answer::new(204),
+                    Err(sockjs_rpc::Refusal::BrokenBase64) => {
+                        let failure = errors::SOCKJS_BROKEN_BASE64;
+                        Answer::new(500).body(CONTENT_TYPE_PLAIN, failure.reason())
+                    }
+                }
+                .sent(send.headers, send.transport)
+            }
             Ok(messages) => {
                 let connection = &send.session.connection;
                 // A closed session (or one its hook has not opened) takes
@@ -178,14 +193,7 @@ impl Core {
                         });
                     }
                 }
-                let mut answer = Answer::new(204);
-                answer.headers = send.headers;
-                if send.transport == Transport::JsonpSend {
-                    // Konqueror mishandles 204.
-                    answer.status = 200;
-                    answer.body = JSONP_SEND_OK.into();
-                }
-                answer
+                Answer::new(204).sent(send.headers, send.transport)
             }
             Err(error) => {
                 let failure = match error {
@@ -204,5 +212,22 @@ impl Core {
             send.version,
         );
         self.respond(machine, response, !send.keep_alive, now);
+    }
+}
+
+impl Answer {
+    /// A send's answer once its messages were taken: `jsonp_send` gets
+    /// `200 ok` for a `204` (Konqueror mishandles 204), with the transport's
+    /// headers; an error keeps its own.
+    fn sent(mut self, headers: String, transport: Transport) -> Self {
+        if self.status != 204 {
+            return self;
+        }
+        self.headers = headers;
+        if transport == Transport::JsonpSend {
+            self.status = 200;
+            self.body = JSONP_SEND_OK.into();
+        }
+        self
     }
 }
