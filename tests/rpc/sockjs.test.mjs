@@ -4,7 +4,8 @@
 // cross streaming responses and backpressure), a publish, polling, a
 // reconnect after the session is killed and after the server restarts;
 // and the raw wire: base64 messages, a broken one, a silent session, the
-// transports such a service offers.
+// transports such a service offers; and channel subscriptions made from
+// the client, which come back after a reconnect.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -281,4 +282,26 @@ test('connect() falls back from a blocked WebSocket, and <prefix>/websocket is t
   t.after(() => forced.close({ timeoutMs: 0 }));
   assert.equal(forced.transport, 'xhr-streaming');
   await assert.rejects(connect(`ws://127.0.0.1:${port}/rpc/websocket`, { transports: ['sockjs'] }), /fallback/);
+});
+
+test('client.subscribe over the fallback: publications arrive, and after the session is killed it subscribes again and reports the gap', async (t) => {
+  const { server, port } = await start(t);
+  server.rpc.onSubscribe((connection, channel) => channel === 'prices');
+  const client = await sockjsClient(t, port, { reconnect: { initialDelayMs: 20, maxDelayMs: 100 } });
+  const received = [];
+  const gaps = [];
+  const subscription = client.subscribe('prices', (value) => received.push(value));
+  subscription.on('gap', (gap) => gaps.push(gap));
+  await subscription.ready;
+  assert.equal(server.publish('prices', JSON.stringify({ p: 1 })), 1);
+  await until('the first publication', () => received.length === 1);
+  await assert.rejects(client.subscribe('secrets').ready, (error) => error.code === 'ERR_SUBSCRIPTION_REFUSED');
+
+  assert.equal(await client.call('kill'), 'bye');
+  await until('the gap after the reconnect', () => gaps.length === 1);
+  assert.equal(gaps[0].reason, 'reconnect');
+  await until('the subscription again', () => server.numSubscribers('prices') === 1);
+  server.publish('prices', JSON.stringify({ p: 2 }));
+  await until('the second publication', () => received.length === 2);
+  assert.deepEqual(received, [{ p: 1 }, { p: 2 }]);
 });
