@@ -26,6 +26,12 @@
 // sockjs-client (1.6.1) from `/vendor/sockjs.min.js`, served from this
 // repository's dependency.
 //
+// The page can also use Switchboard's own client (served by this server at
+// /switchboard/client.js): the protocol over WebSocket at /rpc/websocket,
+// falling back to SockJS at /rpc when WebSocket is blocked. The same rooms
+// and channels; `chat.join` and `chat.say` are its calls, and the room's
+// channel reaches it as one-way messages named after the channel.
+//
 // REST: GET /api/rooms/<room> answers {"room","members":[{"id","name"}]}
 // from the same channel registry (404 for a malformed room name), so a
 // lobby page or a monitor sees who is in a room without joining it.
@@ -57,7 +63,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { defineApp, UpgradeRejection } from 'switchboard';
+import { defineApp, RpcError, UpgradeRejection } from 'switchboard';
 import { MAX_NAME, normalizeName, normalizeRoom } from './public/names.mjs';
 
 /** The page and its files (served natively: validators, 304s, ranges). */
@@ -98,17 +104,26 @@ const roomChannel = (room) => `room:${room}`;
 const userPrefix = (room) => `user:${room}:`;
 const userChannel = (room, name) => userPrefix(room) + name;
 
+const NAME_ERRORS = {
+  empty: 'name is required',
+  invisible: 'name is required: it has no visible characters',
+  'too-long': `name is longer than ${MAX_NAME} characters`,
+  control: 'name contains control characters',
+};
+
+/** A name and room to join, normalised: `{ name, room }`, or `{ error }` saying what is wrong. */
+function checkJoin(rawName, rawRoom) {
+  const { name, error } = normalizeName(rawName);
+  if (error) return { error: NAME_ERRORS[error] };
+  const room = normalizeRoom(rawRoom);
+  if (room === null) return { error: 'room must be 1-32 characters of a-z, 0-9, - and _' };
+  return { name, room };
+}
+
 /** Validate the query of an upgrade; returns the user data or throws a 400. */
 function parseJoin(searchParams) {
-  const { name, error } = normalizeName(searchParams.get('name'));
-  if (error === 'empty') throw new UpgradeRejection(400, 'name is required');
-  if (error === 'invisible') throw new UpgradeRejection(400, 'name is required: it has no visible characters');
-  if (error === 'too-long') throw new UpgradeRejection(400, `name is longer than ${MAX_NAME} characters`);
-  if (error === 'control') throw new UpgradeRejection(400, 'name contains control characters');
-  const room = normalizeRoom(searchParams.get('room'));
-  if (room === null) {
-    throw new UpgradeRejection(400, `room must be 1-32 characters of a-z, 0-9, - and _`);
-  }
+  const { name, room, error } = checkJoin(searchParams.get('name'), searchParams.get('room'));
+  if (error) throw new UpgradeRejection(400, error);
   return { name, room, joined: false, badMessages: 0 };
 }
 
@@ -213,6 +228,44 @@ export default defineApp((app) => {
       app.publish(roomChannel(room), JSON.stringify({ type: 'leave', id: ws.id, name, at: Date.now() }));
     },
   };
+  // The chat for Switchboard's own client (the page's "Switchboard client"
+  // transports): the protocol over WebSocket on `/rpc/websocket`, and over
+  // SockJS on `/rpc`, where the client falls back when WebSocket is
+  // blocked. The client bundle is served at `/switchboard/client.js`.
+  app.clientBundle('/switchboard/client.js', { headers: HEADERS });
+  app.sockjs('/rpc', { rpc: true, maxPayloadLength: 16 * 1024 });
+  app.rpc
+    .action('chat.join', (call) => {
+      const { name, room, error } = checkJoin(call.decode()?.name, call.decode()?.room);
+      if (error) throw new RpcError('ERR_BAD_JOIN', error);
+      const connection = call.connection;
+      const me = userChannel(room, name);
+      connection.subscribe(me);
+      if (app.subscribers(me).some((id) => id !== connection.id)) {
+        connection.unsubscribe(me);
+        throw new RpcError('ERR_NAME_TAKEN', `the name "${name}" is taken in room ${room}`);
+      }
+      connection.subscribe(roomChannel(room));
+      connection.data = { name, room };
+      const at = Date.now();
+      // To everyone but us (our page has the welcome), after we subscribed:
+      // the same order as `/chat`'s, with the same argument.
+      app.publish(roomChannel(room), JSON.stringify({ type: 'join', id: connection.id, name, at }), { exclude: connection.id });
+      return { type: 'welcome', id: connection.id, name, room, worker: app.workerIndex, members: membersOf(room), at };
+    })
+    .action('chat.say', (call) => {
+      const { name, room } = call.connection.data ?? {};
+      if (room === undefined) throw new RpcError('ERR_NOT_JOINED', 'join a room first');
+      const text = typeof call.decode() === 'string' ? call.decode().trim() : '';
+      if (text.length === 0 || text.length > MAX_TEXT) throw new RpcError('ERR_BAD_MESSAGE', `a message is 1 to ${MAX_TEXT} characters`);
+      app.publish(roomChannel(room), JSON.stringify({ type: 'say', id: call.connection.id, name, text, at: Date.now() }));
+    })
+    .onClose((connection) => {
+      const { name, room } = connection.data ?? {};
+      if (room === undefined) return;
+      app.publish(roomChannel(room), JSON.stringify({ type: 'leave', id: connection.id, name, at: Date.now() }));
+    });
+
   // The same handlers for SockJS clients on `/sockjs/chat`: sockjs-client
   // keeps the query on every transport's URL, so the upgrade hook reads
   // the name and room as it does for `/chat`.

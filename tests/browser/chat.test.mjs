@@ -400,6 +400,67 @@ test('users on every SockJS transport and on WebSocket chat in one room; the pag
   assert.deepEqual(cspViolations, []);
 });
 
+test("Switchboard's own client: over WebSocket, and falling back to SockJS on a page where WebSocket is blocked", { timeout: 60_000 }, async () => {
+  const pages = [];
+  try {
+    const native = await newPage();
+    pages.push(native);
+    await join(native, 'plain', 'fallback');
+    const direct = await newPage();
+    pages.push(direct);
+    await join(direct, 'client', 'fallback', 'switchboard');
+    assert.equal(await direct.textContent('#transport-used'), 'Switchboard · websocket');
+    // A page whose WebSocket cannot connect, as behind a proxy that breaks it.
+    const blocked = await newPage();
+    pages.push(blocked);
+    await blocked.addInitScript(() => {
+      window.WebSocket = class BlockedWebSocket extends EventTarget {
+        constructor() {
+          super();
+          this.readyState = 0;
+          setTimeout(() => {
+            this.readyState = 3;
+            this.onerror?.(new Event('error'));
+            this.dispatchEvent(new Event('error'));
+            const close = Object.assign(new Event('close'), { code: 1006, reason: '', wasClean: false });
+            this.onclose?.(close);
+            this.dispatchEvent(close);
+          }, 10);
+        }
+        send() {}
+        close() {}
+      };
+      window.WebSocket.OPEN = 1;
+    });
+    await join(blocked, 'behind-proxy', 'fallback', 'switchboard');
+    assert.equal(await blocked.textContent('#transport-used'), 'Switchboard · xhr-streaming');
+    const names = ['plain', 'client', 'behind-proxy'];
+    for (const page of pages) await waitForMembers(page, names);
+    await say(blocked, 'hello from behind the proxy');
+    await say(native, 'hello from WebSocket');
+    for (const page of pages) {
+      await waitForMessage(page, 'hello from behind the proxy');
+      await waitForMessage(page, 'hello from WebSocket');
+    }
+    // Its name is taken there: refused as on /chat.
+    const twin = await newPage();
+    pages.push(twin);
+    await twin.goto(`${baseURL}/`);
+    await twin.fill('#name', 'plain');
+    await twin.fill('#room', 'fallback');
+    await twin.selectOption('#transport', 'switchboard-sockjs');
+    await twin.click('#join-form button[type=submit]');
+    await twin.locator('#join-error:not([hidden])').waitFor();
+    assert.match(await twin.textContent('#join-error'), /taken/);
+    await pages[2].click('#leave');
+    for (const page of pages.slice(0, 2)) await waitForMembers(page, ['plain', 'client']);
+  } finally {
+    for (const page of pages) await page.context().close();
+  }
+  assert.deepEqual(pageErrors, []);
+  assert.deepEqual(cspViolations, []);
+});
+
 test('SIGTERM closes the server gracefully and the page says so', { timeout: 30_000 }, async () => {
   assert.ok(shutdownWitness, 'the chat test left a page open');
   server.kill('SIGTERM');

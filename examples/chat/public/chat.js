@@ -88,7 +88,7 @@ function connect(name, room) {
   ws.onopen = () => {
     opened = true;
     // What carries the chat: the setting may be "automatic".
-    $('transport-used').textContent = ws.transport ? `SockJS · ${ws.transport}` : 'WebSocket';
+    $('transport-used').textContent = ws.label ?? 'WebSocket';
     $('transport-used').hidden = false;
   };
   ws.onmessage = (event) => {
@@ -128,9 +128,65 @@ function open(name, room, transport) {
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
     return new WebSocket(`${scheme}://${location.host}/chat?${query}`);
   }
+  if (transport === 'switchboard' || transport === 'switchboard-sockjs') {
+    return openSwitchboard(name, room, transport === 'switchboard-sockjs');
+  }
   const options = {};
   if (transport !== 'sockjs') options.transports = [transport === 'websocket-sockjs' ? 'websocket' : transport];
-  return new window.SockJS(`/sockjs/chat?${query}`, null, options);
+  const sock = new window.SockJS(`/sockjs/chat?${query}`, null, options);
+  Object.defineProperty(sock, 'label', { get: () => `SockJS · ${sock.transport}` });
+  return sock;
+}
+
+/**
+ * The chat over Switchboard's own client (served at /switchboard/client.js):
+ * the protocol over WebSocket, falling back to SockJS when WebSocket is
+ * blocked (or at once with `sockjsOnly`). Wrapped in the WebSocket API the
+ * rest of this page uses: the join call's reply is the `welcome`, the
+ * room's channel comes as one-way messages named after it, `send` is a
+ * `chat.say` call.
+ */
+function openSwitchboard(name, room, sockjsOnly) {
+  const socket = { readyState: 0, label: '', onopen: null, onmessage: null, onclose: null };
+  const deliver = (message) => socket.onmessage?.({ data: JSON.stringify(message) });
+  let client = null;
+  const finish = (code, reason) => {
+    if (socket.readyState === 3) return;
+    socket.readyState = 3;
+    client?.close({ timeoutMs: 0 });
+    socket.onclose?.({ code, reason });
+  };
+  socket.close = (code = 1000, reason = '') => finish(code, reason);
+  socket.send = (json) => {
+    const { text } = JSON.parse(json);
+    client?.call('chat.say', text).catch((error) => deliver({ type: 'error', message: error.message }));
+  };
+  (async () => {
+    const { connect, jsonCodec } = await import('/switchboard/client.js');
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    client = await connect(`${scheme}://${location.host}/rpc/websocket`, {
+      fallback: `${location.origin}/rpc`,
+      transports: sockjsOnly ? ['sockjs'] : ['websocket', 'sockjs'],
+      // The room's messages are JSON text published to a channel.
+      codecs: [jsonCodec],
+      reconnect: false,
+    });
+    if (socket.readyState === 3) return client.close({ timeoutMs: 0 });
+    client.on('closed', () => finish(1006, ''));
+    client.handle(`room:${room}`, (message) => deliver(message));
+    socket.readyState = 1;
+    socket.label = `Switchboard · ${client.transport}`;
+    socket.onopen?.();
+    deliver(await client.call('chat.join', { name, room }));
+  })().catch((error) => {
+    deliver({ type: 'error', message: error.message });
+    // A refused join closes as `/chat` refuses it; a failure to connect is
+    // a lost connection.
+    if (error.code === 'ERR_NAME_TAKEN') finish(4009, 'name taken');
+    else if (socket.readyState === 1) finish(4000, error.message);
+    else finish(1006, '');
+  });
+  return socket;
 }
 
 function closeReason(event, opened) {
