@@ -21,7 +21,7 @@ describe('SockJS sessions over HTTP', () => {
   let server;
   let port;
   let base;
-  const events = { opens: [], closes: [], drains: 0, statuses: [], short: { opens: 0, closes: [] } };
+  const events = { opens: [], closes: [], drains: 0, statuses: [], short: { opens: 0, closes: [] }, slowpoke: [] };
   const clients = new Set();
 
   const echo = {
@@ -52,6 +52,16 @@ describe('SockJS sessions over HTTP', () => {
       s.sockjs('/tiny-close', { ...echo, maxBackpressure: 16 * 1024, slowConsumer: 'close' });
       s.sockjs('/tiny-drop', { ...echo, maxBackpressure: 16 * 1024 });
       s.ws('/both', { ...echo, sockjs: true });
+      s.sockjs('/slowpoke', {
+        maxBackpressure: 64 * 1024,
+        slowConsumer: 'close',
+        responseLimit: 64 * 1024 * 1024,
+        message: (ws, data) => {
+          const count = Number(data.toString('utf8'));
+          for (let i = 0; i < count; i++) if (ws.send('s'.repeat(16 * 1024)) === SendStatus.DROPPED) break;
+        },
+        close: (ws, code) => void events.slowpoke.push(code),
+      });
       s.sockjs('/room', { ...echo, open: (ws) => ws.subscribe('room') });
       s.sockjs('/guarded', {
         upgrade: (req) => {
@@ -240,6 +250,26 @@ describe('SockJS sessions over HTTP', () => {
     for (let i = 0; i < 8; i++) await request(port, 'POST', `${closing}/xhr_send`, {}, JSON.stringify([`triple ${'c'.repeat(3000)}`]));
     assert.equal((await request(port, 'POST', `${closing}/xhr`)).body, 'c[1008,"ERR_WS_SLOW_CONSUMER"]\n');
     await waitFor(() => events.closes.some((c) => c.code === 1008), 3000, 'the close event');
+  });
+
+  test('a receiver that stops reading backs up into its session, whose slow-consumer policy applies (1008); others go on', async () => {
+    const url = `/slowpoke/000/${crypto.randomUUID()}`;
+    const stream = await Stream.open(port, 'POST', `${url}/xhr_streaming`);
+    try {
+      assert.equal(await stream.chunk(), PRELUDE);
+      assert.equal(await stream.chunk(), 'o\n');
+      stream.connection.socket.pause();
+      // 16 MiB: more than the sockets' buffers and the receiver's own
+      // queue hold, so the rest waits in the session's queue.
+      assert.equal((await request(port, 'POST', `${url}/xhr_send`, {}, '["1024"]')).status, 204);
+      await waitFor(() => events.slowpoke.length === 1, 10_000, 'the close event');
+      assert.deepEqual(events.slowpoke, [1008]);
+      // The server and other sessions are unaffected.
+      const other = `/echo/000/${crypto.randomUUID()}`;
+      assert.equal((await request(port, 'POST', `${other}/xhr`)).body, 'o\n');
+    } finally {
+      stream.destroy();
+    }
   });
 
   test('app.ws(path, { sockjs: true }) serves the same handlers to SockJS clients on <path>/sockjs', async () => {
