@@ -4,8 +4,10 @@
 // modules (an import map, no bundler), goes on over SockJS (fetch with a
 // streaming body, xhr_send) to the Switchboard server's
 // `app.sockjs('/rpc', { rpc: true })`, from another origin (CORS). A call,
-// a streamed upload, a channel publish, and a reconnect after the server
-// drops the session, which stays on SockJS. The channel's payload is
+// a streamed upload, a channel publish, a subscription from the page
+// (refused, then allowed, then made again after the reconnect with the gap
+// reported), and a reconnect after the server drops the session, which
+// stays on SockJS. The channel's payload is
 // published as the client's codec (JSON) encodes it.
 //
 // Needs /usr/bin/chromium (scripts/setup-browser.sh installs it; the test
@@ -91,10 +93,24 @@ try {
   results.joined = await client.call('join', 'news');
   results.recipients = await client.call('say', { text: 'to the channel' });
   results.news = await news;
+  const prices = [];
+  const gaps = [];
+  const until = async (check) => { while (!check()) await new Promise((r) => setTimeout(r, 10)); };
+  const subscription = client.subscribe('prices', (value) => prices.push(value));
+  subscription.on('gap', (gap) => gaps.push(gap.reason));
+  await subscription.ready;
+  await client.call('tick', 1);
+  await until(() => prices.length === 1);
+  results.refused = await client.subscribe('secrets').ready.catch((e) => e.code);
   const states = [];
   client.on('statechange', ({ state }) => states.push(state));
   results.dropped = await client.call('drop').catch((e) => e.code);
   results.afterDrop = await client.call('add', [1, 1]); // waits for the reconnect
+  await until(() => gaps.length === 1);
+  await client.call('tick', 2);
+  await until(() => prices.length === 2);
+  results.prices = prices;
+  results.gaps = gaps;
   results.transportAfter = client.transport;
   results.states = [...states];
   results.open = client.state === ConnectionState.Open;
@@ -106,7 +122,7 @@ try {
 window.results = results;
 `;
 
-test('in Chromium, a blocked WebSocket falls back to SockJS: a call, an upload, a publish, a reconnect', { timeout: 11 * 60_000 }, async () => {
+test('in Chromium, a blocked WebSocket falls back to SockJS: a call, an upload, a publish, a subscription, a reconnect', { timeout: 11 * 60_000 }, async () => {
   const server = new Server({ workers: 0 });
   const transports = [];
   server.rpc.onOpen((connection) => transports.push(connection.transport));
@@ -122,10 +138,12 @@ test('in Chromium, a blocked WebSocket falls back to SockJS: a call, an upload, 
     })
     .action('join', (call) => call.connection.subscribe(call.decode()))
     .action('say', (call) => server.publish('news', JSON.stringify(call.decode())))
+    .action('tick', (call) => server.publish('prices', JSON.stringify(call.decode())))
     .action('drop', (call) => {
       setTimeout(() => call.connection.close('ERR_GOING_AWAY', 'dropped by the test'), 10);
       return new Promise(() => {});
     });
+  server.rpc.onSubscribe((connection, channel) => channel === 'prices');
   server.sockjs('/rpc', { rpc: true });
   const [address] = await server.listen(0);
   const base = `127.0.0.1:${address.port}`;
@@ -159,6 +177,9 @@ test('in Chromium, a blocked WebSocket falls back to SockJS: a call, an upload, 
     assert.equal(results.joined, true);
     assert.equal(results.recipients, 1);
     assert.deepEqual(results.news, { text: 'to the channel' });
+    assert.equal(results.refused, 'ERR_SUBSCRIPTION_REFUSED');
+    assert.deepEqual(results.prices, [1, 2], 'a subscription from the page, and again after the reconnect');
+    assert.deepEqual(results.gaps, ['reconnect']);
     assert.equal(results.dropped, 'ERR_DISCONNECTED');
     assert.equal(results.afterDrop, 2);
     assert.equal(results.transportAfter, 'xhr-streaming');
