@@ -74,6 +74,18 @@ impl OutItem {
     }
 }
 
+/// Queued bytes at which a protocol connection's sends report `Buffered`,
+/// so that its peer stops producing stream data until the `drain`: a
+/// quarter of `max_backpressure` (4 MiB by default). Enough to keep the
+/// socket busy while the worker hears the `drain` (the kernel's own buffer
+/// still holds data in flight), and low enough that paused stream data (a
+/// quarter, plus the chunk that crossed it: the worker sends chunks of at
+/// most 64 KiB) leaves half the limit to the frames credit does not pace.
+/// ARCHITECTURE.md ("Backpressure, end to end") has the whole argument.
+pub fn rpc_high_water(max_backpressure: usize) -> usize {
+    (max_backpressure / 4).max(1)
+}
+
 /// A coalescing buffer grows up to this many bytes; past it a new one
 /// starts, so one buffer never needs a large reallocation.
 const COALESCE_BYTES: usize = 64 * 1024;

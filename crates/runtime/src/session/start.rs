@@ -19,22 +19,10 @@ use crate::connection::{Connection, ConnectionKind};
 use crate::events::{Record, TlsRecord, Transport, NO_ROUTE};
 use crate::framing;
 use crate::opening::Accepted;
-use crate::outbound::Outbound;
+use crate::outbound::{rpc_high_water, Outbound};
 use crate::rpc_reader::{RpcReader, MAX_BATCH_BYTES, MAX_HEADER_BYTES};
 use crate::state::ServerState;
 use crate::wake::WakeTarget;
-
-/// Queued bytes at which a protocol connection's sends report `Buffered`,
-/// so that its peer stops producing stream data until the `drain`: a
-/// quarter of `max_backpressure` (4 MiB by default). Enough to keep the
-/// socket busy while the worker hears the `drain` (the kernel's own buffer
-/// still holds data in flight), and low enough that paused stream data (a
-/// quarter, plus the chunk that crossed it: the worker sends chunks of at
-/// most 64 KiB) leaves half the limit to the frames credit does not pace.
-/// ARCHITECTURE.md ("Backpressure, end to end") has the whole argument.
-pub(crate) fn rpc_high_water(max_backpressure: usize) -> usize {
-    (max_backpressure / 4).max(1)
-}
 
 impl Session {
     /// Open the session: the connection becomes reachable by other threads,
