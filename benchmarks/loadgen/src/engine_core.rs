@@ -22,7 +22,7 @@ use crate::frame::XorShift;
 use crate::metrics::Stats;
 use crate::net;
 use crate::pacer::Pacer;
-use crate::procfs::Proc;
+use crate::procfs::{Proc, Watch};
 
 /// Reads per socket per readiness event before others get a turn.
 pub const READ_BUDGET: usize = 4;
@@ -36,9 +36,6 @@ pub const MAX_ATTEMPTS: u8 = 3;
 pub const RETRY_DELAY_NS: u64 = 250_000_000;
 /// Closures reported one by one on stderr before going quiet.
 pub const CLOSES_REPORTED: u64 = 5;
-/// How often the loop asks /proc whether the server still runs: often
-/// enough that a crash ends the run at once, rarely enough to cost nothing.
-const ALIVE_CHECK_NS: u64 = 500_000_000;
 
 /// How an engine's messages name its clients.
 #[derive(Clone, Copy)]
@@ -129,8 +126,7 @@ pub struct EngineCore {
     closes_seen: u64,
     /// Why the run cannot go on, found where no error can be returned.
     pub fatal: Option<String>,
-    server: Option<Proc>,
-    next_alive_check_ns: u64,
+    server: Watch,
 }
 
 impl EngineCore {
@@ -163,8 +159,7 @@ impl EngineCore {
             connect_phase_over: false,
             closes_seen: 0,
             fatal: None,
-            server,
-            next_alive_check_ns: 0,
+            server: Watch::new(server),
         })
     }
 
@@ -191,8 +186,8 @@ impl EngineCore {
         if let Some(&(at, _)) = self.retry.front() {
             wake = wake.min(at);
         }
-        if self.server.is_some() {
-            wake = wake.min(self.next_alive_check_ns);
+        if let Some(at) = self.server.next_ns() {
+            wake = wake.min(at);
         }
         let can_connect = !self.queue.is_empty() && self.opening < self.concurrency;
         let busy = busy || !self.again.is_empty() || !self.dirty.is_empty() || can_connect;
@@ -212,15 +207,7 @@ impl EngineCore {
 
     /// The end of a loop turn: fails when the server process went away.
     pub fn check_alive(&mut self, now: u64) -> Result<(), String> {
-        if now >= self.next_alive_check_ns {
-            self.next_alive_check_ns = now + ALIVE_CHECK_NS;
-            if let Some(server) = &self.server {
-                if !server.alive() {
-                    return Err(format!("the server (pid {}) went away", server.pid));
-                }
-            }
-        }
-        Ok(())
+        self.server.check(now)
     }
 
     /// The next client to start opening, counted as opening from here, while
