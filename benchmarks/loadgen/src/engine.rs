@@ -17,6 +17,8 @@ use crate::procfs::Proc;
 use crate::protocols::Codec;
 
 mod connect;
+#[cfg(test)]
+mod selftest;
 
 pub struct Engine {
     core: EngineCore,
