@@ -8,6 +8,7 @@ mod cli;
 mod conn;
 mod dispatch;
 mod engine;
+mod engine_core;
 mod frame;
 mod handshake;
 mod http;

@@ -1,5 +1,5 @@
-//! Opening client sockets, for the WebSocket engine (`engine/connect.rs`)
-//! and the xhr-streaming engine (`xhr/connect.rs`): a non-blocking connect
+//! Opening client sockets, for the WebSocket and xhr-streaming engines
+//! (`EngineCore::connect`, `engine_core.rs`): a non-blocking connect
 //! from the client's source address, and telling when it completed.
 
 use std::io;

@@ -1,6 +1,7 @@
-//! The server's CPU time, memory and threads, read from /proc/<pid>. The
-//! contract (SCENARIOS.md) keeps every server thread in the one process the
-//! runner started, so the process-wide lines cover all of it.
+//! The server's CPU time, memory and threads, read from /proc/<pid>, and
+//! the watch every load loop keeps on it ([`Watch`]). The contract
+//! (SCENARIOS.md) keeps every server thread in the one process the runner
+//! started, so the process-wide lines cover all of it.
 
 use std::fs;
 
@@ -84,6 +85,45 @@ impl Proc {
     }
 }
 
+/// How often a load loop checks that the server still runs: often enough
+/// that a crash ends the run at once, rarely enough that the /proc reads
+/// cost nothing.
+const WATCH_EVERY_NS: u64 = 500_000_000;
+
+/// The server process as a load loop watches it (`--server-pid`), so that
+/// a run against a server that went away ends with that error instead of
+/// counting its connections lost.
+pub struct Watch {
+    server: Option<Proc>,
+    next_ns: u64,
+}
+
+impl Watch {
+    /// No server: nothing to watch.
+    pub fn new(server: Option<Proc>) -> Watch {
+        Watch { server, next_ns: 0 }
+    }
+
+    /// When the loop must wake up for the next check; None without a server.
+    pub fn next_ns(&self) -> Option<u64> {
+        self.server.map(|_| self.next_ns)
+    }
+
+    /// At the end of a loop turn, the loop's clock at `now_ns`: fails when a
+    /// check is due and the server went away.
+    pub fn check(&mut self, now_ns: u64) -> Result<(), String> {
+        if now_ns >= self.next_ns {
+            self.next_ns = now_ns + WATCH_EVERY_NS;
+            if let Some(server) = &self.server {
+                if !server.alive() {
+                    return Err(format!("the server (pid {}) went away", server.pid));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +152,19 @@ mod tests {
         let s = me.sample().unwrap();
         assert!(s.rss_kb > 0 && s.rss_peak_kb >= s.rss_kb && s.threads >= 1);
         assert!(!Proc::new(u32::MAX, 100).alive());
+    }
+
+    #[test]
+    fn watch() {
+        let mut none = Watch::new(None);
+        assert_eq!(none.next_ns(), None);
+        assert_eq!(none.check(0), Ok(()));
+        let me = Proc::new(std::process::id(), 100);
+        let mut w = Watch::new(Some(me));
+        assert_eq!(w.next_ns(), Some(0));
+        assert_eq!(w.check(7), Ok(()));
+        assert_eq!(w.next_ns(), Some(7 + WATCH_EVERY_NS));
+        let mut gone = Watch::new(Some(Proc::new(u32::MAX, 100)));
+        assert!(gone.check(0).unwrap_err().contains("went away"));
     }
 }

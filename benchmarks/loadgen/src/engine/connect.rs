@@ -2,7 +2,7 @@
 //! address, then the HTTP upgrade once TCP is up. At most
 //! `--connect-concurrency` connections are between these steps at once.
 
-use mio::{Interest, Token};
+use mio::Token;
 
 use super::Engine;
 use crate::conn::Phase;
@@ -11,38 +11,12 @@ use crate::{handshake, net};
 
 impl Engine {
     pub(super) fn start_connects(&mut self, now: u64) {
-        while let Some(&(at, idx)) = self.retry.front() {
-            if at > now {
-                break;
+        while let Some(idx) = self.core.next_to_open(now) {
+            self.conns[idx].phase = Phase::Connecting;
+            match self.core.connect(idx, Token(idx)) {
+                Ok(stream) => self.conns[idx].stream = Some(stream),
+                Err(why) => self.close(idx, why),
             }
-            self.retry.pop_front();
-            self.queue.push_front(idx);
-        }
-        while self.opening < self.concurrency {
-            let Some(idx) = self.queue.pop_front() else {
-                break;
-            };
-            self.start_connect(idx as usize);
-        }
-    }
-
-    fn start_connect(&mut self, idx: usize) {
-        let source = net::source_addr(idx, self.source_addrs);
-        self.opening += 1;
-        self.conns[idx].phase = Phase::Connecting;
-        match net::open(self.dest, source) {
-            Ok(mut stream) => {
-                if let Err(e) = self.poll.registry().register(
-                    &mut stream,
-                    Token(idx),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
-                    self.close(idx, Stop::Closed(format!("epoll registration failed: {e}")));
-                    return;
-                }
-                self.conns[idx].stream = Some(stream);
-            }
-            Err(e) => self.close(idx, Stop::Closed(net::connect_error(source, &e))),
         }
     }
 
@@ -59,8 +33,9 @@ impl Engine {
             Ok(false) => return,
             Err(e) => return self.close(idx, Stop::Closed(format!("connect: {e}"))),
         }
-        let path = self.codec.path(&mut self.rng);
-        let upgrade = handshake::request(&self.host, self.port, &path, &mut self.rng);
+        let core = &mut self.core;
+        let path = self.codec.path(&mut core.rng);
+        let upgrade = handshake::request(&self.host, self.port, &path, &mut core.rng);
         conn.out.buf.extend_from_slice(&upgrade.request);
         conn.phase = Phase::Upgrading {
             accept: upgrade.expected_accept,

@@ -26,14 +26,12 @@ use super::request::{media_type_is, Workload};
 use super::response::{Event, Framing, Parser};
 use crate::conn::{pump, Outbox, ReadEnd};
 use crate::metrics::Stats;
-use crate::procfs::Proc;
+use crate::procfs::{Proc, Watch};
 
 /// Reads per connection per readiness event before others get a turn.
 const READ_BUDGET: usize = 4;
 /// The shared read buffer: a busy connection's backlog comes in a few reads.
 const SCRATCH_BYTES: usize = 256 << 10;
-/// How often the server's process is checked for being alive.
-const ALIVE_CHECK_NS: u64 = 500_000_000;
 /// Lost connections reported one by one on stderr before going quiet.
 const CLOSES_REPORTED: u64 = 5;
 
@@ -92,8 +90,7 @@ pub struct Engine {
     pub failures: Failures,
     open: usize,
     closes: u64,
-    server: Option<Proc>,
-    next_alive_check_ns: u64,
+    server: Watch,
 }
 
 /// The engine-wide parts a response handler needs, borrowed apart from
@@ -165,8 +162,7 @@ impl Engine {
             body_bytes: 0,
             failures: Failures::default(),
             closes: 0,
-            server,
-            next_alive_check_ns: 0,
+            server: Watch::new(server),
         })
     }
 
@@ -232,11 +228,10 @@ impl Engine {
     fn turn(&mut self, events: &mut Events, deadline_ns: u64) -> Result<(), String> {
         let now = self.now();
         let timeout = if self.again.is_empty() && self.dirty.is_empty() {
-            let wake = if self.server.is_some() {
-                deadline_ns.min(self.next_alive_check_ns)
-            } else {
-                deadline_ns
-            };
+            let wake = self
+                .server
+                .next_ns()
+                .map_or(deadline_ns, |at| deadline_ns.min(at));
             Duration::from_nanos(wake.saturating_sub(now))
         } else {
             Duration::ZERO
@@ -264,16 +259,7 @@ impl Engine {
             self.conns[idx as usize].out.queued = false;
             self.flush(idx as usize);
         }
-        let now = self.now();
-        if now >= self.next_alive_check_ns {
-            self.next_alive_check_ns = now + ALIVE_CHECK_NS;
-            if let Some(server) = &self.server {
-                if !server.alive() {
-                    return Err(format!("the server (pid {}) went away", server.pid));
-                }
-            }
-        }
-        Ok(())
+        self.server.check(self.now())
     }
 
     fn on_readable(&mut self, idx: usize) {

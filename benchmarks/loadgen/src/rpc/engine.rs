@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use switchboard_loadgen::procfs::Proc;
+use switchboard_loadgen::procfs::{Proc, Watch};
 
 use crate::latency::Latency;
 use crate::report::Errors;
@@ -26,8 +26,6 @@ const READ_BUDGET: usize = 4;
 const SCRATCH_BYTES: usize = 256 << 10;
 /// How long the handshakes of all connections may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often the server's process is checked for being alive.
-const ALIVE_CHECK_NS: u64 = 500_000_000;
 
 struct Conn {
     stream: Option<TcpStream>,
@@ -68,8 +66,7 @@ pub struct Engine {
     pub latency: Latency,
     pub counters: Counters,
     open: usize,
-    server: Option<Proc>,
-    next_alive_check_ns: u64,
+    server: Watch,
 }
 
 /// Per-connection parts the answer handler needs, borrowed apart from the
@@ -158,8 +155,7 @@ impl Engine {
             latency: Latency::new(),
             counters: Counters::default(),
             open: 0,
-            server,
-            next_alive_check_ns: 0,
+            server: Watch::new(server),
         };
         for conn in &mut engine.conns {
             conn.queued = true;
@@ -256,11 +252,10 @@ impl Engine {
     fn turn(&mut self, events: &mut Events, deadline_ns: u64) -> Result<(), String> {
         let now = self.now();
         let timeout = if self.again.is_empty() && self.dirty.is_empty() {
-            let wake = if self.server.is_some() {
-                deadline_ns.min(self.next_alive_check_ns)
-            } else {
-                deadline_ns
-            };
+            let wake = self
+                .server
+                .next_ns()
+                .map_or(deadline_ns, |at| deadline_ns.min(at));
             Duration::from_nanos(wake.saturating_sub(now))
         } else {
             Duration::ZERO
@@ -288,16 +283,7 @@ impl Engine {
             self.conns[idx as usize].queued = false;
             self.flush(idx as usize);
         }
-        let now = self.now();
-        if now >= self.next_alive_check_ns {
-            self.next_alive_check_ns = now + ALIVE_CHECK_NS;
-            if let Some(server) = &self.server {
-                if !server.alive() {
-                    return Err(format!("the server (pid {}) went away", server.pid));
-                }
-            }
-        }
-        Ok(())
+        self.server.check(self.now())
     }
 
     fn on_readable(&mut self, idx: usize) {

@@ -62,6 +62,32 @@ impl Leg {
     pub fn is_open(&self) -> bool {
         self.stream.is_some() && !self.connecting
     }
+
+    /// What a burst of reads needs of the leg, borrowed apart; None when it
+    /// has no socket.
+    pub fn reading(&mut self) -> Option<Reading<'_>> {
+        let Leg {
+            stream,
+            carry,
+            out,
+            peer_closed,
+            ..
+        } = self;
+        Some(Reading {
+            sock: stream.as_mut()?,
+            carry,
+            out,
+            peer_closed: *peer_closed,
+        })
+    }
+}
+
+/// A leg's parts for reading it: see [`Leg::reading`].
+pub struct Reading<'a> {
+    pub sock: &'a mut TcpStream,
+    pub carry: &'a mut Vec<u8>,
+    pub out: &'a mut Outbox,
+    pub peer_closed: bool,
 }
 
 /// Where the client's `xhr_send` stands: at most one is in flight.

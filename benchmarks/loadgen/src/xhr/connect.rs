@@ -4,8 +4,6 @@
 //! and no connection is open (the first send, or after the server closed
 //! an idle keep-alive connection).
 
-use mio::Interest;
-
 use super::client::{token, Phase, Sending, RECV, SEND};
 use super::request;
 use super::Engine;
@@ -14,24 +12,12 @@ use crate::net;
 
 impl Engine {
     pub(super) fn start_connects(&mut self, now: u64) {
-        while let Some(&(at, idx)) = self.retry.front() {
-            if at > now {
-                break;
-            }
-            self.retry.pop_front();
-            self.queue.push_front(idx);
-        }
-        while self.opening < self.concurrency {
-            let Some(idx) = self.queue.pop_front() else {
-                break;
-            };
-            let idx = idx as usize;
+        while let Some(idx) = self.core.next_to_open(now) {
             // A new session for every attempt: the last one may linger.
-            let base = request::session_base(self.endpoint, idx, &mut self.rng);
+            let base = request::session_base(self.endpoint, idx, &mut self.core.rng);
             let c = &mut self.clients[idx];
             c.base = base;
             c.phase = Phase::Opening;
-            self.opening += 1;
             self.open_leg(idx, RECV);
         }
     }
@@ -39,19 +25,11 @@ impl Engine {
     /// Starts connecting a leg; on success its request is written when the
     /// connect completes (`leg_connected`).
     pub(super) fn open_leg(&mut self, idx: usize, leg: usize) {
-        let source = net::source_addr(idx, self.source_addrs);
-        let mut stream = match net::open(self.dest, source) {
+        let stream = match self.core.connect(idx, token(idx, leg)) {
             Ok(s) => s,
-            Err(e) => return self.close_client(idx, Stop::Closed(net::connect_error(source, &e))),
+            Err(why) => return self.close_client(idx, why),
         };
-        if let Err(e) = self.poll.registry().register(
-            &mut stream,
-            token(idx, leg),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            return self.close_client(idx, Stop::Closed(format!("epoll registration failed: {e}")));
-        }
-        if leg == SEND && self.stats.measuring {
+        if leg == SEND && self.core.stats.measuring {
             self.figures.send_connects += 1;
         }
         let l = self.clients[idx].leg(leg);
@@ -90,7 +68,7 @@ impl Engine {
     /// one, or the server closed it between responses): the session goes on.
     pub(super) fn reopen_stream(&mut self, idx: usize) {
         self.drop_leg(idx, RECV);
-        if self.stats.measuring {
+        if self.core.stats.measuring {
             self.figures.stream_reconnects += 1;
         }
         self.open_leg(idx, RECV);

@@ -5,14 +5,14 @@
 //! per-message path: frames are parsed in place, nothing is allocated per
 //! message.
 
-use super::client::{token, Client, Leg, Phase, Sending, RECV, SEND};
+use super::client::{token, Client, Phase, Reading, Sending, RECV, SEND};
 use super::engine::{enqueue_load, mark_batch};
 use super::request;
 use super::stream::{Closed, StreamEvent};
 use super::Engine;
 use crate::conn::{pump, ReadEnd};
 use crate::dispatch::{queue_flush, Stop};
-use crate::engine::READ_BUDGET;
+use crate::engine_core::{EngineCore, READ_BUDGET};
 use crate::http::response::{Eof, Event as HttpEvent};
 use crate::payload;
 use crate::protocols::{decode_sockjs, Event};
@@ -33,19 +33,23 @@ struct After {
 impl Engine {
     pub(super) fn on_stream_readable(&mut self, idx: usize) {
         let Engine {
+            core,
             clients,
+            figures,
+            to_send,
+            host,
+            ..
+        } = self;
+        let EngineCore {
             scratch,
             clock,
             stats,
-            figures,
             dirty,
-            to_send,
             joined,
-            host,
             closed_loop,
             payload_size,
             ..
-        } = self;
+        } = core;
         let Client {
             phase,
             recv,
@@ -57,15 +61,13 @@ impl Engine {
             joined: client_joined,
             ..
         } = &mut clients[idx];
-        let Leg {
-            stream,
+        let Some(Reading {
+            sock,
             carry,
             out,
             peer_closed,
-            ..
-        } = recv;
-        let peer_closed = *peer_closed;
-        let Some(sock) = stream.as_mut() else {
+        }) = recv.reading()
+        else {
             return;
         };
         let tok = token(idx, RECV).0 as u32;
@@ -73,7 +75,7 @@ impl Engine {
         let mut stop: Option<Stop> = None;
         let result = pump(sock, scratch, carry, READ_BUDGET, |buf| {
             // One clock read per read(2): every message in it arrived then.
-            let now = clock.elapsed().as_nanos() as u64;
+            let now = clock.now();
             decoder
                 .feed(buf, |ev| {
                     match ev {
@@ -166,7 +168,7 @@ impl Engine {
             Ok(ReadEnd::Eof) => self.stream_eof(idx),
             Ok(ReadEnd::Drained) if peer_closed => self.stream_eof(idx),
             Ok(ReadEnd::Drained) => {}
-            Ok(ReadEnd::Budget) => self.again.push(tok),
+            Ok(ReadEnd::Budget) => self.core.again.push(tok),
             Ok(ReadEnd::Error(e)) => {
                 self.close_client(idx, Stop::Closed(format!("read failed: {e}")))
             }
@@ -185,7 +187,7 @@ impl Engine {
         });
         match closed {
             Ok(Closed::Between) => {
-                if ended && self.stats.measuring {
+                if ended && self.core.stats.measuring {
                     self.figures.streams_ended += 1;
                 }
                 c.stream_retries += 1;
@@ -210,23 +212,21 @@ impl Engine {
     }
 
     pub(super) fn on_send_readable(&mut self, idx: usize) {
-        let Engine {
-            clients, scratch, ..
-        } = self;
+        let Engine { core, clients, .. } = self;
+        let scratch = &mut core.scratch;
         let Client {
             send,
             send_parser,
             sending,
             ..
         } = &mut clients[idx];
-        let Leg {
-            stream,
+        let Some(Reading {
+            sock,
             carry,
             peer_closed,
             ..
-        } = send;
-        let peer_closed = *peer_closed;
-        let Some(sock) = stream.as_mut() else {
+        }) = send.reading()
+        else {
             return;
         };
         let (mut answered, mut close_after) = (false, false);
@@ -275,14 +275,14 @@ impl Engine {
             Ok(ReadEnd::Eof) => self.send_closed(idx, "the server closed it"),
             Ok(ReadEnd::Drained) if peer_closed => self.send_closed(idx, "the server closed it"),
             Ok(ReadEnd::Drained) => {}
-            Ok(ReadEnd::Budget) => self.again.push(token(idx, SEND).0 as u32),
+            Ok(ReadEnd::Budget) => self.core.again.push(token(idx, SEND).0 as u32),
             Ok(ReadEnd::Error(e)) => self.send_closed(idx, &format!("read failed: {e}")),
         }
     }
 
     /// The `xhr_send` in flight was answered: messages that waited go next.
     fn send_answered(&mut self, idx: usize) {
-        if self.stats.measuring {
+        if self.core.stats.measuring {
             self.figures.send_requests += 1;
         }
         let c = &mut self.clients[idx];
@@ -310,7 +310,7 @@ impl Engine {
         match sending {
             Sending::Idle => {}
             Sending::InFlight { answered: false } if reused => {
-                if self.stats.measuring {
+                if self.core.stats.measuring {
                     self.figures.send_retries += 1;
                 }
                 self.open_leg(idx, SEND);
