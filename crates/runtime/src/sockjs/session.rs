@@ -117,7 +117,7 @@ pub(crate) struct SockJsSession {
     /// A session that carries the Switchboard protocol: its reader and
     /// handshake (`rpc.rs`). Locked before `state` when both are, never
     /// the other way round.
-    pub(crate) rpc: Option<Mutex<RpcCarriage>>,
+    pub(crate) rpc: Option<Box<Mutex<RpcCarriage>>>,
 }
 
 impl SockJsSession {
@@ -153,7 +153,7 @@ impl SockJsSession {
 
     /// The session carries the Switchboard protocol (`rpc.rs`).
     pub(crate) fn carrying(mut self, carriage: Option<RpcCarriage>) -> Self {
-        self.rpc = carriage.map(Mutex::new);
+        self.rpc = carriage.map(|carriage| Box::new(Mutex::new(carriage)));
         self
     }
 

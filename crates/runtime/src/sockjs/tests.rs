@@ -209,3 +209,11 @@ fn the_close_policy_reaches_the_next_receiver_or_the_expiry() {
     expired.expire(&host);
     assert_eq!(host.closes.lock()[1].0, 1011);
 }
+
+#[test]
+fn an_idle_session_stays_small() {
+    // Sessions wait by the thousand between polls; a protocol session's
+    // reader is boxed, so plain ones do not carry it.
+    let session = std::mem::size_of::<SockJsSession>();
+    assert!(session <= 208, "SockJsSession is {session} bytes");
+}
