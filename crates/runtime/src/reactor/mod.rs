@@ -379,7 +379,13 @@ impl Reactor {
                 self.drop_entry(entry);
             }
             Next::Keep => {
-                if entry.paused && !was_paused {
+                // A paused entry must be in the list `Room` walks. One that
+                // was paused already is there, unless it is being resumed
+                // now: `Room` took the list, and an entry that found the
+                // queue full again at once paused again (missing it left
+                // the connection silent for good).
+                let listed = || paused.contains(&(key, entry.generation));
+                if entry.paused && (!was_paused || !listed()) {
                     paused.push((key, entry.generation));
                 }
                 if let Some(deadline) = entry.deadline() {
