@@ -320,15 +320,31 @@ describe('SockJS over WebSocket', () => {
       const ws = await session();
       assert.equal(await frame(ws), 'o');
       const before = record.messages.length;
+      const closesBefore = record.closes.length;
       ws.send('["a');
-      await within(ws.closed, 3000, 'the connection to close');
+      // Closed at once, as sockjs-node closes it: the WebSocket close 3000
+      // and no c[...] frame before it (the suite reads the next frame and
+      // wants the connection gone, not a message).
+      assert.equal((await within(ws.closed, 3000, 'the connection to close')).code, 3000);
+      assert.deepEqual(
+        ws.received.slice(ws.taken).map((m) => m.data.toString()),
+        [],
+        'nothing after o'
+      );
       assert.equal(record.messages.length, before, 'nothing reached the handler');
+      await waitFor(
+        () => record.closes.slice(closesBefore).some((c) => c.code === 3000 && c.reason === 'ERR_SOCKJS_BROKEN_FRAMING'),
+        3000,
+        'the close handler to report 3000 ERR_SOCKJS_BROKEN_FRAMING'
+      );
       // Neither does JSON that is not strings.
       for (const bad of ['[1]', '{"a":1}', '["a",', 'null', 'x', Buffer.from('["binary"]')]) {
         const other = await session();
         assert.equal(await frame(other), 'o');
         other.send(bad);
-        await within(other.closed, 3000, `the connection to close after ${bad}`);
+        const closed = await within(other.closed, 3000, `the connection to close after ${bad}`);
+        assert.equal(closed.code, 3000, `the close code after ${bad}`);
+        assert.equal(other.received.length, other.taken, `nothing after o for ${bad}`);
       }
       assert.equal(record.messages.length, before);
     });

@@ -160,7 +160,7 @@ impl Harness {
     }
 
     /// End the session; the events its worker hears last.
-    fn finish(self, fallback: (u16, String)) -> Vec<String> {
+    pub(super) fn finish(self, fallback: (u16, String)) -> Vec<String> {
         let server = self.server.clone();
         self.session.finish(fallback);
         events_of(&server)

@@ -34,7 +34,12 @@ impl Machine {
     /// An event of a SockJS session's WebSocket: each text message is a
     /// JSON array of the client's messages (or one JSON string), each
     /// handed to the worker as a text message of its own. Anything else
-    /// breaks the framing, and the session closes as sockjs-node closes it.
+    /// breaks the framing, and the session closes as sockjs-node closes it:
+    /// the WebSocket closes with 3000 at once, without a `c[...]` frame
+    /// first (the protocol suite's `test_broken_json` wants the connection
+    /// to end abruptly: no message after the bad one). The `close` event
+    /// reports 3000 `ERR_SOCKJS_BROKEN_FRAMING`, which the WebSocket's close
+    /// carries too.
     fn on_sockjs_message(&mut self, event: Event<'_>, now: Instant) -> Flow {
         let text = match event {
             Event::Text(payload) => std::str::from_utf8(payload).ok(),
@@ -51,7 +56,13 @@ impl Machine {
             Some(Err(_)) | None => {
                 stats::add(&self.server.stats.protocol_errors, 1);
                 let broken = errors::SOCKJS_BROKEN_FRAMING;
-                self.fail_with(broken.status, broken.code, now);
+                if !self.is_closing() {
+                    // Not `fail_with`: its SockJS close goes out as a
+                    // `c[...]` frame ahead of the WebSocket close.
+                    self.writes.drop_unsent(&self.connection.outbound);
+                    self.close_websocket(broken.status, broken.code, now);
+                }
+                self.stop_reading();
                 Flow::Stop
             }
         }
