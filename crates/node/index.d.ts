@@ -53,6 +53,11 @@ export declare class ServerHandle {
    * JavaScript peer wrote one already.
    */
   end(connection: number, code: number, reason: string, goAway?: boolean | undefined | null): boolean
+  /**
+   * A SockJS session's handlers ran for the messages of a send that
+   * HTTP connection `http` carried: its answer, waiting for them, goes.
+   */
+  sockjsSent(http: number): boolean
   /** Drop the connection at once. */
   terminate(connection: number): boolean
   /** Bytes queued and not yet written (-1 when closed). */

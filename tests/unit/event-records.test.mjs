@@ -10,6 +10,7 @@ import {
   decodeBatch,
   KIND_CLOSE,
   KIND_DRAIN,
+  KIND_SOCKJS_SENT,
   KIND_HTTP_BODY,
   KIND_HTTP_BODY_ERROR,
   KIND_HTTP_FILE_DONE,
@@ -31,6 +32,7 @@ const KINDS = {
   messageOwned: KIND_MESSAGE,
   close: KIND_CLOSE,
   drain: KIND_DRAIN,
+  sockjsSent: KIND_SOCKJS_SENT,
   rpcOpen: KIND_RPC_OPEN,
   httpOpen: KIND_HTTP_OPEN,
   httpRequest: KIND_HTTP_REQUEST,
@@ -71,6 +73,8 @@ function expected(record, owned) {
       return { kind: KIND_CLOSE, id: record.id, code: record.code, reason: record.reason };
     case 'drain':
       return { kind: KIND_DRAIN, id: record.id };
+    case 'sockjsSent':
+      return { kind: KIND_SOCKJS_SENT, id: record.id, http: record.http };
     case 'rpcOpen':
       return { kind: KIND_RPC_OPEN, id: record.id, route: record.route, transport: record.transport, remoteAddress: record.remoteAddress, tls, hello: hex(record.hello), welcome: hex(record.welcome) };
     case 'httpOpen':

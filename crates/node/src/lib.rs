@@ -257,6 +257,13 @@ impl ServerHandle {
         )
     }
 
+    /// A SockJS session's handlers ran for the messages of a send that
+    /// HTTP connection `http` carried: its answer, waiting for them, goes.
+    #[napi]
+    pub fn sockjs_sent(&self, http: i64) -> bool {
+        self.server.sockjs_sent(id_from_js(http))
+    }
+
     /// Drop the connection at once.
     #[napi]
     pub fn terminate(&self, connection: i64) -> bool {

@@ -192,6 +192,17 @@ impl Server {
     }
 
     /// Drop a connection without a closing handshake.
+    /// A SockJS session's worker handled the messages of a send that HTTP
+    /// connection `http` carried: the send's answer, which waited for it,
+    /// goes (`session/http/sockjs_send.rs`). False when the connection is
+    /// gone.
+    pub fn sockjs_sent(&self, http: u64) -> bool {
+        self.state.connection(http).is_some_and(|connection| {
+            connection.outbound.sockjs_acked();
+            true
+        })
+    }
+
     pub fn terminate(&self, conn: u64) -> bool {
         self.state
             .connection(conn)

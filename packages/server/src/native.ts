@@ -188,6 +188,8 @@ export interface NativeServerHandle {
   /** `goAway` (default true): a protocol connection gets a GO_AWAY first; false when its peer wrote one. */
   end(connection: number, code: number, reason: string, goAway?: boolean): boolean;
   terminate(connection: number): boolean;
+  /** A SockJS send's messages were handled: the HTTP connection `http` answers it. */
+  sockjsSent(http: number): boolean;
   bufferedAmount(connection: number): number;
   resolveUpgrade(
     connection: number,

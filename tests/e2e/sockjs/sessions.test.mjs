@@ -52,6 +52,12 @@ describe('SockJS sessions over HTTP', () => {
       s.sockjs('/tiny-close', { ...echo, maxBackpressure: 16 * 1024, slowConsumer: 'close' });
       s.sockjs('/tiny-drop', { ...echo, maxBackpressure: 16 * 1024 });
       s.ws('/both', { ...echo, sockjs: true });
+      s.sockjs('/slow-echo', {
+        message: async (ws, data) => {
+          await new Promise((resolve) => setTimeout(resolve, 40));
+          ws.send(data.toString('utf8'));
+        },
+      });
       s.sockjs('/slowpoke', {
         maxBackpressure: 64 * 1024,
         slowConsumer: 'close',
@@ -229,6 +235,24 @@ describe('SockJS sessions over HTTP', () => {
     await waitFor(() => events.closes.some((c) => c.code === 1009), 3000, 'the close event');
     assert.equal((await request(port, 'POST', `${bystander}/xhr_send`, {}, '["fine"]')).status, 204);
     assert.equal((await request(port, 'POST', `${bystander}/xhr`)).body, 'a["fine"]\n');
+  });
+
+  test("a send is answered once its messages' handlers ran: the next poll finds every echo in one frame", async () => {
+    const url = `/slow-echo/000/${crypto.randomUUID()}`;
+    assert.equal((await request(port, 'POST', `${url}/xhr`)).body, 'o\n');
+    const started = Date.now();
+    assert.equal((await request(port, 'POST', `${url}/xhr_send`, {}, '["a","b","c"]')).status, 204);
+    assert.ok(Date.now() - started >= 100, `answered after ${Date.now() - started} ms, before the three 40 ms handlers ran`);
+    assert.equal((await request(port, 'POST', `${url}/xhr`)).body, 'a["a","b","c"]\n');
+    // Many rounds of sends and a poll (the protocol suite's
+    // test_content_types): never a frame cut short.
+    const fast = `/echo/000/${crypto.randomUUID()}`;
+    assert.equal((await request(port, 'POST', `${fast}/xhr`)).body, 'o\n');
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 8; i++) assert.equal((await request(port, 'POST', `${fast}/xhr_send`, {}, `["${round}.${i}"]`)).status, 204);
+      const poll = await request(port, 'POST', `${fast}/xhr`);
+      assert.equal(poll.body, `a[${Array.from({ length: 8 }, (_, i) => `"${round}.${i}"`).join(',')}]\n`, `round ${round}`);
+    }
   });
 
   test("a session nobody takes from meets the slow-consumer policy: 'drop' refuses, 'close' closes with 1008", async () => {

@@ -63,6 +63,7 @@ pub const KIND_HTTP_BODY: u8 = 10;
 pub const KIND_HTTP_BODY_ERROR: u8 = 11;
 pub const KIND_HTTP_FILE_DONE: u8 = 12;
 pub const KIND_HTTP_BODY_OWNED: u8 = 13;
+pub const KIND_SOCKJS_SENT: u8 = 14;
 
 /// `HTTP_REQUEST` flag: the connection stays open after the response
 /// (HTTP/1.1 without `Connection: close`, HTTP/1.0 with `keep-alive`).
@@ -170,6 +171,11 @@ pub enum Record<'a> {
     /// The connection's outbound queue emptied after a send reported
     /// `BUFFERED`.
     Drain { id: u64 },
+    /// The messages of a SockJS send (`xhr_send`, `jsonp_send`) to session
+    /// `id` came before this: once its handlers for them have run, the
+    /// worker acknowledges to the HTTP connection `http`, whose answer
+    /// waits for it (`session/http/sockjs_send.rs`).
+    SockJsSent { id: u64, http: u64 },
     /// An RPC connection completed its handshake.
     RpcOpen {
         id: u64,
@@ -230,6 +236,7 @@ impl<'a> Record<'a> {
             Record::MessageOwned { .. } => KIND_MESSAGE_OWNED,
             Record::Close { .. } => KIND_CLOSE,
             Record::Drain { .. } => KIND_DRAIN,
+            Record::SockJsSent { .. } => KIND_SOCKJS_SENT,
             Record::RpcOpen { .. } => KIND_RPC_OPEN,
             Record::HttpOpen { .. } => KIND_HTTP_OPEN,
             Record::HttpRequest { .. } => KIND_HTTP_REQUEST,
@@ -299,6 +306,10 @@ impl<'a> Record<'a> {
                 out.extend_from_slice(reason.as_bytes());
             }
             Record::Drain { id } => put_id(out, *id),
+            Record::SockJsSent { id, http } => {
+                put_id(out, *id);
+                put_id(out, *http);
+            }
             Record::RpcOpen {
                 id,
                 route,
@@ -437,6 +448,10 @@ impl<'a> Record<'a> {
                 reason: utf8(r.rest())?,
             },
             KIND_DRAIN => Record::Drain { id: r.id()? },
+            KIND_SOCKJS_SENT => Record::SockJsSent {
+                id: r.id()?,
+                http: r.id()?,
+            },
             KIND_RPC_OPEN => {
                 let (id, route) = (r.id()?, r.u16()?);
                 let transport =

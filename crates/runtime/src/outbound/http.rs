@@ -47,6 +47,9 @@ pub(super) struct Progress {
     /// A file the first response in line is to be answered with. One at a
     /// time: the worker holds the responses after it until it is sent.
     file: Option<Box<FileOrder>>,
+    /// SockJS sends whose messages a session's worker handled (wrapping):
+    /// their answers wait for it (`session/http/sockjs_send.rs`).
+    sockjs_acks: u32,
 }
 
 /// A snapshot of [`Progress`] for the I/O thread.
@@ -58,6 +61,8 @@ pub struct HttpProgress {
     pub discard_body: Option<u32>,
     /// A file to answer with (taken: the next snapshot has none).
     pub file: Option<Box<FileOrder>>,
+    /// SockJS sends acknowledged (wrapping).
+    pub sockjs_acks: u32,
 }
 
 fn progress(state: &mut State) -> &mut Progress {
@@ -108,6 +113,12 @@ impl Outbound {
         self.changed(|progress| progress.body_consumed += bytes);
     }
 
+    /// A SockJS session's worker handled the messages of a send this
+    /// connection carried: its answer may go.
+    pub fn sockjs_acked(&self) {
+        self.changed(|progress| progress.sockjs_acks = progress.sockjs_acks.wrapping_add(1));
+    }
+
     /// The handlers want body number `body` (wrapping count) discarded.
     pub fn discard_body(&self, body: u32) {
         self.changed(|progress| progress.discard_body = body.wrapping_add(1));
@@ -135,6 +146,7 @@ impl Outbound {
             body_consumed: progress.body_consumed,
             discard_body: progress.discard_body.checked_sub(1),
             file: progress.file.take(),
+            sockjs_acks: progress.sockjs_acks,
         }
     }
 

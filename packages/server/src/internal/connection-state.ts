@@ -8,7 +8,7 @@
  * class of this shape and one more opening event in the dispatcher's table.
  */
 import type { NativeServerHandle } from '../native.js';
-import type { CloseEvent, DrainEvent, MessageEvent } from './events.js';
+import type { CloseEvent, DrainEvent, MessageEvent, SockJsSentEvent } from './events.js';
 
 /** A handler failure, as reported to the main thread. */
 export interface HandlerFailure {
@@ -31,6 +31,11 @@ export interface ConnectionState {
   message(event: MessageEvent): void;
   /** The connection's outbound queue emptied after a send reported BUFFERED. */
   drain(event: DrainEvent): void;
+  /**
+   * A SockJS session: the messages of one send came before this;
+   * acknowledge (`handle.sockjsSent`) once their handlers settled.
+   */
+  sent?(event: SockJsSentEvent): void;
   /** The connection ended; it gets no other event. */
   close(event: CloseEvent): void;
 }

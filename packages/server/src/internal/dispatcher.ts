@@ -28,6 +28,7 @@ import {
   KIND_MESSAGE,
   KIND_OPEN,
   KIND_RPC_OPEN,
+  KIND_SOCKJS_SENT,
   KIND_UPGRADE,
   type CloseEvent,
   type HttpOpenEvent,
@@ -70,6 +71,13 @@ export class Dispatcher {
     [KIND_RPC_OPEN]: (d, event) => d.openRpc(event),
     [KIND_MESSAGE]: (d, event) => d.connections.get(event.id)?.message(event),
     [KIND_DRAIN]: (d, event) => d.connections.get(event.id)?.drain(event),
+    // In turn with the session's handlers; at once when it is gone (the
+    // send's answer waits for it).
+    [KIND_SOCKJS_SENT]: (d, event) => {
+      const state = d.connections.get(event.id);
+      if (state?.sent) state.sent(event);
+      else d.handle.sockjsSent(event.http);
+    },
     [KIND_CLOSE]: (d, event) => d.close(event),
     [KIND_HTTP_OPEN]: (d, event) => d.openHttp(event),
     [KIND_HTTP_REQUEST]: (d, event) => d.http(event.id)?.request(event),

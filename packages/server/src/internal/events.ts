@@ -21,6 +21,8 @@ export const KIND_HTTP_BODY_ERROR = 11;
 export const KIND_HTTP_FILE_DONE = 12;
 /** An `HTTP_BODY` whose data is a buffer of its own, handed over with the batch (decoded as `KIND_HTTP_BODY`, `owned`). */
 export const KIND_HTTP_BODY_OWNED = 13;
+/** A SockJS send's messages came before this: acknowledge once their handlers ran (`Dispatcher`). */
+export const KIND_SOCKJS_SENT = 14;
 
 /** `HttpRequestEvent.flags`: the connection stays open after the response. */
 export const REQUEST_KEEP_ALIVE = 1;
@@ -69,6 +71,15 @@ export interface CloseEvent {
 export interface DrainEvent {
   kind: typeof KIND_DRAIN;
   id: number;
+}
+/**
+ * The messages of a SockJS send to session `id` came before this; the HTTP
+ * connection `http` holds the send's answer until it is acknowledged.
+ */
+export interface SockJsSentEvent {
+  kind: typeof KIND_SOCKJS_SENT;
+  id: number;
+  http: number;
 }
 /** A Switchboard protocol connection completed its handshake. */
 export interface RpcOpenEvent {
@@ -158,6 +169,7 @@ export type NativeEvent =
   | MessageEvent
   | CloseEvent
   | DrainEvent
+  | SockJsSentEvent
   | RpcOpenEvent
   | HttpOpenEvent
   | HttpRequestEvent
@@ -329,6 +341,9 @@ export function decodeBatch(
       }
       case KIND_DRAIN:
         onEvent({ kind, id: r.id() });
+        break;
+      case KIND_SOCKJS_SENT:
+        onEvent({ kind, id: r.id(), http: r.id() });
         break;
       case KIND_RPC_OPEN: {
         const id = r.id();

@@ -13,14 +13,16 @@ import {
   KIND_DRAIN,
   KIND_MESSAGE,
   KIND_OPEN,
+  KIND_SOCKJS_SENT,
   type CloseEvent,
   type DrainEvent,
   type MessageEvent,
   type OpenEvent,
+  type SockJsSentEvent,
 } from './events.js';
 import { SerialQueue, type SerialSteps } from './serial-queue.js';
 
-type WebSocketEvent = OpenEvent | MessageEvent | DrainEvent | CloseEvent;
+type WebSocketEvent = OpenEvent | MessageEvent | DrainEvent | SockJsSentEvent | CloseEvent;
 type Kind = WebSocketEvent['kind'];
 
 /** The handler each event runs (its result is what the queue awaits). */
@@ -30,6 +32,9 @@ const HANDLERS: { readonly [K in Kind]: (state: WebSocketState, event: Extract<W
   // drains are not handled, its close is.
   [KIND_MESSAGE]: (state, event) => (state.failed ? undefined : state.behavior.message?.(state.ws as never, event.data, event.isBinary)),
   [KIND_DRAIN]: (state) => (state.failed ? undefined : state.behavior.drain?.(state.ws as never)),
+  // The send's messages were handled (in turn: the queue waited for their
+  // handlers): its answer may go.
+  [KIND_SOCKJS_SENT]: (state, event) => void state.host.handle.sockjsSent(event.http),
   [KIND_CLOSE]: (state, event) => {
     state.ws.isOpen = false;
     state.host.forget(state.ws.id);
@@ -42,6 +47,7 @@ const NAMES: { readonly [K in Kind]: HandlerFailure['handler'] } = {
   [KIND_OPEN]: 'open',
   [KIND_MESSAGE]: 'message',
   [KIND_DRAIN]: 'drain',
+  [KIND_SOCKJS_SENT]: 'message',
   [KIND_CLOSE]: 'close',
 };
 
@@ -66,6 +72,10 @@ export class WebSocketState implements ConnectionState, SerialSteps<WebSocketEve
   }
 
   drain(event: DrainEvent): void {
+    this.queue.push(event);
+  }
+
+  sent(event: SockJsSentEvent): void {
     this.queue.push(event);
   }
 

@@ -97,6 +97,10 @@ fn record_of<'a>(v: &'a Value, bytes: &'a Bytes) -> Record<'a> {
             reason: s("reason"),
         },
         "drain" => Record::Drain { id },
+        "sockjsSent" => Record::SockJsSent {
+            id,
+            http: n("http"),
+        },
         "rpcOpen" => Record::RpcOpen {
             id,
             route: n("route") as u16,
@@ -195,6 +199,7 @@ fn every_kind_has_a_vector() {
         "messageOwned",
         "close",
         "drain",
+        "sockjsSent",
         "rpcOpen",
         "httpOpen",
         "httpRequest",

@@ -123,6 +123,10 @@ struct Core {
     /// A SockJS session's receiving request in progress
     /// (`sockjs_receive.rs`); while there is one, nothing more is read.
     receiver: Option<Box<sockjs_receive::Receiver>>,
+    /// SockJS sends on this connection whose answers waited for their
+    /// handlers, and the acknowledgements read so far (wrapping).
+    sockjs_acks_owed: u32,
+    sockjs_acks: u32,
 }
 
 enum ReadState {
@@ -131,6 +135,9 @@ enum ReadState {
     Body(BodyDecoder),
     /// The body of a send to a SockJS session (`sockjs_send.rs`).
     SockJsSend(Box<sockjs_send::Send>),
+    /// A SockJS send's answer waits for its messages' handlers
+    /// (`sockjs_send.rs`); nothing more is read meanwhile.
+    SockJsAck(Box<sockjs_send::AckWait>),
     /// A response of ours waits for JavaScript's responses before it.
     Held {
         response: Vec<u8>,
@@ -174,6 +181,8 @@ impl HttpReader {
                 sending: VecDeque::new(),
                 file_order: None,
                 receiver: None,
+                sockjs_acks_owed: 0,
+                sockjs_acks: 0,
             },
         }
     }
@@ -195,7 +204,7 @@ impl HttpReader {
             return self.pending.len() < RECEIVER_PENDING_MAX;
         }
         match self.core.state {
-            ReadState::Held { .. } | ReadState::Done => false,
+            ReadState::Held { .. } | ReadState::Done | ReadState::SockJsAck(_) => false,
             ReadState::SockJsSend(_) => true,
             ReadState::Body(_) => !self.core.body_window_full(machine),
             ReadState::Head => {
@@ -264,7 +273,7 @@ impl HttpReader {
             }
             match &mut core.state {
                 ReadState::Done => return input.len(),
-                ReadState::Held { .. } => return at,
+                ReadState::Held { .. } | ReadState::SockJsAck(_) => return at,
                 ReadState::SockJsSend(_) => {
                     if at == input.len() {
                         return at;
@@ -341,7 +350,7 @@ impl HttpReader {
             || core.receiver.is_some()
             || core.file_order.is_some()
             || match core.state {
-                ReadState::Held { .. } => true,
+                ReadState::Held { .. } | ReadState::SockJsAck(_) => true,
                 ReadState::Head
                 | ReadState::Done
                 | ReadState::Body(_)
@@ -375,6 +384,7 @@ impl HttpReader {
             // ours, or a static file waiting for it.
             core.answer_order(machine, &order, now);
         }
+        core.answer_if_acked(machine, now);
         if let ReadState::Held { .. } = core.state {
             let ReadState::Held { response, close } =
                 std::mem::replace(&mut core.state, ReadState::Head)
@@ -448,6 +458,7 @@ impl HttpReader {
                 Some(started) => Some(started + http.header_timeout),
                 None => Some(core.idle_since + http.keep_alive_timeout),
             },
+            ReadState::SockJsAck(ref wait) => Some(wait.deadline),
             ReadState::Held { .. } | ReadState::Done => None,
         }
     }
@@ -469,6 +480,7 @@ impl HttpReader {
             return;
         }
         match core.state {
+            ReadState::SockJsAck(_) => core.answer_if_acked(machine, now),
             ReadState::SockJsSend(_) if now >= machine.liveness.last_received + body_timeout => {
                 core.state = ReadState::Done;
                 let failure = errors::HTTP_REQUEST_TIMEOUT;
@@ -519,6 +531,7 @@ impl Core {
         }
         self.ended = progress.responses_ended;
         self.body_consumed = progress.body_consumed;
+        self.sockjs_acks = progress.sockjs_acks;
         let current = self.bodies.wrapping_sub(1);
         if matches!(self.state, ReadState::Body(_)) && progress.discard_body == Some(current) {
             self.discarding = true;
@@ -533,6 +546,8 @@ impl Core {
             ReadState::Body(_) => self.body_window_full(machine),
             ReadState::Head => self.in_flight() >= machine.config().http.max_pipelined as u32,
             ReadState::Held { .. } | ReadState::Done | ReadState::SockJsSend(_) => false,
+            // The acknowledgement it waits for must wake it.
+            ReadState::SockJsAck(_) => true,
         };
         if blocked && self.sending.is_empty() {
             self.refresh(machine, true);

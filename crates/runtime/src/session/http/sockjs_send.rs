@@ -10,7 +10,7 @@
 //! protocol takes its messages through `sockjs_rpc.rs` instead.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use switchboard_proto::http1::{BodyDecoder, BodyKind, BodyLimits, RequestHead, Version};
 use switchboard_proto::sockjs::{
@@ -180,7 +180,7 @@ impl Core {
                 let connection = &send.session.connection;
                 // A closed session (or one its hook has not opened) takes
                 // nothing: sockjs-node drops them too.
-                if send.session.is_open() {
+                if send.session.is_open() && messages.len() > 0 {
                     let server = &machine.server;
                     let queue = &server.queues[connection.worker()];
                     for message in messages {
@@ -192,6 +192,22 @@ impl Core {
                             payload: message.as_bytes(),
                         });
                     }
+                    // The answer waits until the handlers ran (below).
+                    queue.push(&Record::SockJsSent {
+                        id: connection.id,
+                        http: machine.connection.id,
+                    });
+                    let answer = Answer::new(204).sent(send.headers, send.transport);
+                    let response = frame(
+                        answer.status,
+                        answer.headers.as_bytes(),
+                        &answer.body,
+                        answer.body.len(),
+                        send.keep_alive,
+                        send.version,
+                    );
+                    self.await_sockjs_ack(machine, response, !send.keep_alive, now);
+                    return;
                 }
                 Answer::new(204).sent(send.headers, send.transport)
             }
@@ -231,3 +247,62 @@ impl Answer {
         self
     }
 }
+
+impl Core {
+    /// Hold a send's answer until the session's worker handled its
+    /// messages (`SOCKJS_SENT`, acknowledged by the worker once the
+    /// handlers before it settled), at most [`SEND_ACK_WAIT`]: a client
+    /// that polls right after its send then finds what the handlers sent
+    /// back, as with sockjs-node, whose handlers run before it answers.
+    /// Nothing more is read meanwhile.
+    fn await_sockjs_ack(
+        &mut self,
+        machine: &mut Machine,
+        response: Vec<u8>,
+        close: bool,
+        now: Instant,
+    ) {
+        self.sockjs_acks_owed = self.sockjs_acks_owed.wrapping_add(1);
+        self.state = ReadState::SockJsAck(Box::new(AckWait {
+            response,
+            close,
+            deadline: now + SEND_ACK_WAIT,
+        }));
+        self.answer_if_acked(machine, now);
+    }
+
+    /// Answer the send waiting for its acknowledgement if it came (every
+    /// send before it acknowledged too) or the wait is over.
+    pub(super) fn answer_if_acked(&mut self, machine: &mut Machine, now: Instant) {
+        let ReadState::SockJsAck(wait) = &self.state else {
+            return;
+        };
+        let deadline = wait.deadline;
+        // With `await_next`: an acknowledgement still owed wakes us.
+        self.refresh(machine, true);
+        let owed = self.sockjs_acks_owed.wrapping_sub(self.sockjs_acks) as i32 > 0;
+        if owed && now < deadline {
+            return;
+        }
+        let ReadState::SockJsAck(wait) = std::mem::replace(&mut self.state, ReadState::Head) else {
+            unreachable!("matched above");
+        };
+        if wait.close {
+            self.last_request = true;
+            self.state = ReadState::Done;
+        }
+        self.respond(machine, wait.response, wait.close, now);
+    }
+}
+
+/// A send's answer, held until the session's worker handled its messages.
+pub(super) struct AckWait {
+    response: Vec<u8>,
+    close: bool,
+    /// Answered then at the latest: a handler that takes longer (an async
+    /// one waiting on I/O, a worker that died) does not hold the client.
+    pub(super) deadline: Instant,
+}
+
+/// The longest a send's answer waits for its messages' handlers.
+const SEND_ACK_WAIT: Duration = Duration::from_secs(2);
