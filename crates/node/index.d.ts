@@ -91,6 +91,20 @@ export declare class ServerHandle {
   close(drainTimeoutMs: number): Promise<unknown>
 }
 
+/**
+ * Many nodes as one, through Redis pub/sub (docs/scale-out.md). Defaults
+ * live in `switchboard_broker::BrokerConfig::new`.
+ */
+export interface BrokerOptions {
+  /** `redis://host:port[/db]`. */
+  redis: string
+  prefix?: string
+  unsubscribeDelayMs?: number
+  connectTimeoutMs?: number
+  maxReconnectDelayMs?: number
+  maxPendingPublishes?: number
+}
+
 /** permessage-deflate options of a route. */
 export interface CompressionOptions {
   serverNoContextTakeover?: boolean
@@ -315,6 +329,8 @@ export interface ServerOptions {
   closeTimeoutMs?: number
   maxWorkerQueueBytes?: number
   rpc?: RpcOptions
+  /** Scale-out through a broker (`ServerOptions.broker` in TypeScript). */
+  broker?: BrokerOptions
 }
 
 export interface SniCertificate {

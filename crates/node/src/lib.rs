@@ -145,9 +145,16 @@ impl ServerHandle {
     /// terminated), the server is shut down with it. Otherwise it would go on
     /// listening, with its I/O threads, accepting connections nobody handles.
     #[napi(factory)]
-    pub fn create(env: Env, options: ServerOptions) -> Result<Self> {
+    pub fn create(env: Env, mut options: ServerOptions) -> Result<Self> {
+        let broker = options.broker.take().map(options::broker_config);
         let config = options::server_config(options)?;
         let server = Server::new(config).map_err(|e| coded("ERR_SERVER_START", e))?;
+        if let Some(broker) = broker {
+            if let Err(error) = switchboard_broker::Broker::attach(&server, broker) {
+                server.shutdown(Duration::ZERO);
+                return Err(coded("ERR_INVALID_OPTION", format!("broker: {error}")));
+            }
+        }
         let id = NEXT_SERVER_ID.fetch_add(1, Ordering::Relaxed);
         let owned = Arc::downgrade(&server);
         if let Err(error) = env.add_env_cleanup_hook(owned, move |owned| {

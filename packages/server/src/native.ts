@@ -136,6 +136,16 @@ export interface NativeServerOptions {
   rpc?: NativeRpcOptions;
   /** Where the core answers GET with the counters in Prometheus's format. */
   metricsPath?: string;
+  broker?: NativeBrokerOptions;
+}
+
+export interface NativeBrokerOptions {
+  redis: string;
+  prefix?: string;
+  unsubscribeDelayMs?: number;
+  connectTimeoutMs?: number;
+  maxReconnectDelayMs?: number;
+  maxPendingPublishes?: number;
 }
 
 export interface NativeWorkerStats {
