@@ -401,6 +401,11 @@ export interface StatsJs {
   outboundBufferedBytes: number
   channels: number
   subscriptions: number
+  /**
+   * Publishes the broker accepted and lost because Redis failed while
+   * they were sent (docs/scale-out.md).
+   */
+  brokerPublishesLost: number
   workers: Array<WorkerStatsJs>
   /** HTTP responses by route label, those that counted one. */
   http: Array<HttpRouteStatsJs>

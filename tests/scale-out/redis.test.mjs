@@ -128,7 +128,7 @@ test('a publish right after the first subscription on the same node reaches the 
   assert.deepEqual(ws.received, Array.from({ length: 20 }, (_, i) => `m${i}`));
 });
 
-test('nodes resubscribe after CLIENT KILL and after a Redis restart; publishes while Redis is down fail with ERR_BROKER_UNAVAILABLE', async (t) => {
+test('nodes resubscribe after CLIENT KILL and after a Redis restart; a failed PUBLISH is counted as lost; publishes while Redis is down fail with ERR_BROKER_UNAVAILABLE', async (t) => {
   const redis = await startRedis(t);
   const prefix = freshPrefix();
   const [a, b] = await Promise.all([0, 1].map(() => startNode(t, redis, { prefix })));
@@ -160,6 +160,18 @@ test('nodes resubscribe after CLIENT KILL and after a Redis restart; publishes w
   // A new connection (another client id) holds the subscription again.
   await until(async () => (await subscribed()) === 1 && (await pubsubClients())[0] !== before, 'B to resubscribe');
   await reaches('after CLIENT KILL');
+
+  // A's command connection (the one whose last command was a PUBLISH)
+  // dies alone: the next publish is accepted and its PUBLISH fails. It is
+  // not sent twice; it is counted as lost, and A reconnects for the next.
+  assert.equal((await a.request('stats')).result.brokerPublishesLost, 0);
+  const publishers = [...(await redis.cli('CLIENT', 'LIST')).matchAll(/\bid=(\d+)\b.*\bcmd=publish\b/g)].map((m) => m[1]);
+  assert.equal(publishers.length, 1, "A's command connection");
+  assert.equal(await redis.cli('CLIENT', 'KILL', 'ID', publishers[0]), '1');
+  assert.equal((await a.publish('live', 'lost')).result, 0);
+  await until(async () => (await a.request('stats')).result.brokerPublishesLost === 1, 'the lost publish to be counted');
+  await reaches('after the command connection was replaced');
+  assert.ok(!onB.received.includes('lost'));
 
   // Redis goes away: publishes fail, on the server and on a connection.
   await redis.stop();

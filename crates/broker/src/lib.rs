@@ -44,8 +44,6 @@ pub(crate) struct Shared {
     /// publisher then reconnects before its next batch, since the server
     /// may have restarted under a command connection that has not noticed.
     pub(crate) epoch: AtomicU64,
-    /// Publishes accepted and then lost because `PUBLISH` itself failed.
-    pub(crate) lost: AtomicU64,
     /// Subscription tickets: bumped (under the registry's lock) whenever a
     /// channel gets its first local subscriber; `confirmed` follows once
     /// Redis confirmed the SUBSCRIBEs of every change up to that ticket. A
@@ -109,6 +107,7 @@ impl Broker {
             .enable_all()
             .build()?;
         let weak: Weak<Server> = Arc::downgrade(server);
+        let stats = server.state().stats.clone();
         let thread = {
             let (config, shared) = (config.clone(), shared.clone());
             std::thread::Builder::new()
@@ -119,6 +118,7 @@ impl Broker {
                             client.clone(),
                             config.clone(),
                             shared.clone(),
+                            stats,
                             publish_rx,
                         ));
                         subscriber::run(client, config, shared, node, weak, command_rx).await;
@@ -140,11 +140,6 @@ impl Broker {
     /// This node's id in the messages it publishes.
     pub fn node_id(&self) -> u64 {
         self.node
-    }
-
-    /// Publishes accepted and lost because Redis failed while sending them.
-    pub fn lost(&self) -> u64 {
-        self.shared.lost.load(Ordering::Relaxed)
     }
 }
 

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use switchboard_runtime::stats::{self, Stats};
+
 use crate::backoff::Backoff;
 use crate::{BrokerConfig, Outgoing, Shared};
 
@@ -21,6 +23,7 @@ pub(crate) async fn run(
     client: redis::Client,
     config: Arc<BrokerConfig>,
     shared: Arc<Shared>,
+    stats: Arc<Stats>,
     mut queue: mpsc::Receiver<Outgoing>,
 ) {
     let mut backoff = Backoff::new(config.max_reconnect_delay);
@@ -80,8 +83,9 @@ pub(crate) async fn run(
             let sent = pipe.query_async::<()>(&mut connection).await;
             if sent.is_err() {
                 // Whether Redis ran some of them is unknown: resending could
-                // deliver twice, so they are counted as lost.
-                shared.lost.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                // deliver twice, so they are counted as lost
+                // (`brokerPublishesLost` in the server's stats).
+                stats::add(&stats.broker_publishes_lost, batch.len() as u64);
                 batch.clear();
                 shared.publisher_up.store(false, Ordering::Release);
                 break;

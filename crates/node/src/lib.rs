@@ -110,6 +110,9 @@ pub struct StatsJs {
     pub outbound_buffered_bytes: i64,
     pub channels: i64,
     pub subscriptions: i64,
+    /// Publishes the broker accepted and lost because Redis failed while
+    /// they were sent (docs/scale-out.md).
+    pub broker_publishes_lost: i64,
     pub workers: Vec<WorkerStatsJs>,
     /// HTTP responses by route label, those that counted one.
     pub http: Vec<HttpRouteStatsJs>,
@@ -413,6 +416,7 @@ impl ServerHandle {
             outbound_buffered_bytes: s.outbound_buffered_bytes as i64,
             channels: s.channels as i64,
             subscriptions: s.subscriptions as i64,
+            broker_publishes_lost: s.broker_publishes_lost as i64,
             workers: s
                 .workers
                 .into_iter()

@@ -136,6 +136,7 @@ impl ServerState {
             outbound_buffered_bytes: outbound,
             channels: registry.channel_count() as u64,
             subscriptions: registry.subscription_count() as u64,
+            broker_publishes_lost: stats::get(&s.broker_publishes_lost),
             workers: self
                 .worker_stats
                 .iter()

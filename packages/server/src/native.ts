@@ -168,6 +168,8 @@ export interface NativeStats {
   outboundBufferedBytes: number;
   channels: number;
   subscriptions: number;
+  /** Publishes the broker accepted and lost because Redis failed while they were sent. */
+  brokerPublishesLost: number;
   workers: NativeWorkerStats[];
   /** HTTP responses by route label, those that counted one. */
   http: NativeHttpRouteStats[];
