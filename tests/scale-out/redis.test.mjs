@@ -55,9 +55,13 @@ test('a publish on one node reaches WebSocket and protocol subscribers on the ot
   await sleep(100);
   assert.equal(b2.received.length, 2, 'the sender did not get its own message');
 
-  // A node that closes gracefully unsubscribes at once, not after the delay.
-  assert.equal((await c.request('close')).result, true);
+  // A node that closes gracefully first sends what it accepted, then
+  // unsubscribes at once, not after the delay.
+  assert.equal((await c.request('close', { channel: 'room', tag: 'last', count: 2000 })).result, true);
   assert.equal((await redis.numsub(`${prefix}room`))[`${prefix}room`], 1);
+  const last = Array.from({ length: 2000 }, (_, i) => JSON.stringify(`last:${i}`));
+  await until(() => b1.received.length === 2003, 'the closing node\'s last publishes');
+  assert.deepEqual(b1.received.slice(3), last);
 });
 
 test('per-channel order holds with concurrent publishers on two nodes: every subscriber sees one order', async (t) => {

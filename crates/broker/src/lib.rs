@@ -54,11 +54,17 @@ pub(crate) struct Shared {
     pub(crate) requested: AtomicU64,
     pub(crate) confirmed: AtomicU64,
     pub(crate) confirmations: tokio::sync::Notify,
+    /// Set at `close()`: new publishes are refused, and the publisher
+    /// (woken by `close`) sends what it accepted and ends.
+    pub(crate) closing: AtomicBool,
+    pub(crate) close: tokio::sync::Notify,
 }
 
 impl Shared {
     fn available(&self) -> bool {
-        self.publisher_up.load(Ordering::Acquire) && self.subscriber_up.load(Ordering::Acquire)
+        self.publisher_up.load(Ordering::Acquire)
+            && self.subscriber_up.load(Ordering::Acquire)
+            && !self.closing.load(Ordering::Acquire)
     }
 }
 
@@ -114,14 +120,15 @@ impl Broker {
                 .name("switchboard-broker".into())
                 .spawn(move || {
                     runtime.block_on(async move {
-                        tokio::spawn(publisher::run(
+                        let publisher = tokio::spawn(publisher::run(
                             client.clone(),
                             config.clone(),
                             shared.clone(),
                             stats,
                             publish_rx,
                         ));
-                        subscriber::run(client, config, shared, node, weak, command_rx).await;
+                        subscriber::run(client, config, shared, node, weak, command_rx, publisher)
+                            .await;
                     });
                 })?
         };
@@ -182,9 +189,12 @@ impl Bridge for Broker {
         let Some(thread) = self.thread.lock().take() else {
             return;
         };
+        // Publishes accepted so far still go out (to the other servers);
+        // then this server unsubscribes. The subscriber task bounds both
+        // (`connect_timeout` each), so joining cannot hang on a dead Redis.
+        self.shared.closing.store(true, Ordering::Release);
+        self.shared.close.notify_one();
         let _ = self.commands.send(Command::Shutdown);
-        // The subscriber task bounds its own goodbye (`connect_timeout`);
-        // joining cannot hang on a dead Redis.
         let _ = thread.join();
     }
 }

@@ -30,6 +30,8 @@ pub(crate) async fn run(
     // A batch taken from the queue and not yet sent: it waits for the next
     // connection rather than being lost.
     let mut batch: Vec<Outgoing> = Vec::new();
+    // Set at `close()`: send what was accepted, then end.
+    let mut closing = false;
     loop {
         let epoch = shared.epoch.load(Ordering::Acquire);
         let connect = client.get_multiplexed_async_connection();
@@ -45,15 +47,26 @@ pub(crate) async fn run(
         backoff.reset();
         loop {
             if batch.is_empty() {
-                let Some(first) = queue.recv().await else {
-                    return; // the broker was dropped
-                };
-                batch.push(first);
+                if !closing {
+                    tokio::select! {
+                        // What is queued goes before the close is heeded.
+                        biased;
+                        next = queue.recv() => match next {
+                            Some(next) => batch.push(next),
+                            None => closing = true, // the broker was dropped
+                        },
+                        _ = shared.close.notified() => closing = true,
+                    }
+                }
                 while batch.len() < BATCH {
                     match queue.try_recv() {
                         Ok(next) => batch.push(next),
                         Err(_) => break,
                     }
+                }
+                if batch.is_empty() {
+                    // Closing, and everything accepted was sent.
+                    return;
                 }
             }
             // Wait until the subscriptions made before these publishes are

@@ -70,7 +70,9 @@ pub(crate) async fn run(
     node: u64,
     server: Weak<Server>,
     mut commands: mpsc::UnboundedReceiver<Command>,
+    publisher: tokio::task::JoinHandle<()>,
 ) {
+    let mut publisher = Some(publisher);
     let mut wanted = Wanted::default();
     // The highest ticket among the changes applied to `wanted`.
     let mut ticket = 0;
@@ -152,7 +154,7 @@ pub(crate) async fn run(
                                 }
                                 Ok(Command::Shutdown) => {
                                     shared.subscriber_up.store(false, Ordering::Release);
-                                    return goodbye(&mut sink, &config, &subscribed).await;
+                                    return goodbye(&mut sink, &config, &subscribed, publisher.take()).await;
                                 }
                                 Err(_) => break,
                             }
@@ -165,7 +167,7 @@ pub(crate) async fn run(
                     }
                     Some(Command::Shutdown) | None => {
                         shared.subscriber_up.store(false, Ordering::Release);
-                        return goodbye(&mut sink, &config, &subscribed).await;
+                        return goodbye(&mut sink, &config, &subscribed, publisher.take()).await;
                     }
                 },
                 _ = due => sync(&mut sink, &config, &mut wanted, &mut subscribed).await,
@@ -186,9 +188,18 @@ fn confirm(shared: &Shared, ticket: u64) {
     shared.confirmations.notify_waiters();
 }
 
-/// Leave Redis at shutdown: unsubscribe everything, within
-/// `connect_timeout` (Redis may be gone).
-async fn goodbye(sink: &mut PubSubSink, config: &BrokerConfig, subscribed: &HashSet<Arc<str>>) {
+/// Leave Redis at shutdown: let the publisher send what it accepted, then
+/// unsubscribe everything; each within `connect_timeout` (Redis may be
+/// gone).
+async fn goodbye(
+    sink: &mut PubSubSink,
+    config: &BrokerConfig,
+    subscribed: &HashSet<Arc<str>>,
+    publisher: Option<tokio::task::JoinHandle<()>>,
+) {
+    if let Some(publisher) = publisher {
+        let _ = tokio::time::timeout(config.connect_timeout, publisher).await;
+    }
     let all: Vec<Vec<u8>> = subscribed.iter().map(|c| config.redis_channel(c)).collect();
     let _ = tokio::time::timeout(
         config.connect_timeout,
