@@ -64,6 +64,20 @@ test('a publish on one node reaches WebSocket and protocol subscribers on the ot
   assert.deepEqual(b1.received.slice(3), last);
 });
 
+test('virtual sockets on another node get their tags, once per virtual socket', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const [a, b] = await Promise.all([0, 1].map(() => startNode(t, redis, { prefix })));
+  const ws = await wsClient(t, b);
+  assert.equal(await ws.command('vsub:tagged:one|'), 'ok:vsub:tagged:one|');
+  assert.equal(await ws.command('vsub:tagged:two|'), 'ok:vsub:tagged:two|');
+  assert.equal(await ws.command('sub:tagged'), 'ok:sub:tagged');
+  await until(async () => (await redis.numsub(`${prefix}tagged`))[`${prefix}tagged`] === 1, 'B to subscribe once');
+  assert.equal((await a.publish('tagged', 'news')).result, 0);
+  await until(() => ws.received.length === 3, 'three deliveries');
+  assert.deepEqual([...ws.received].sort(), ['news', 'one|news', 'two|news']);
+});
+
 test('per-channel order holds with concurrent publishers on two nodes: every subscriber sees one order', async (t) => {
   const redis = await startRedis(t);
   const prefix = freshPrefix();
