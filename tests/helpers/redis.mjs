@@ -68,8 +68,18 @@ export class RedisServer {
     if (!child || child.exitCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');
+    child.kill('SIGCONT'); // a paused one dies only once it runs
     await exited;
     this.process = null;
+  }
+
+  /** Freeze it (SIGSTOP): connections stay open and nothing is answered. */
+  pause() {
+    this.process.kill('SIGSTOP');
+  }
+
+  resume() {
+    this.process.kill('SIGCONT');
   }
 
   /** One command through redis-cli; the reply as text, trimmed. */

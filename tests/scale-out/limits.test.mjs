@@ -1,0 +1,76 @@
+// The broker option's checks and limits, in process: bad options, a Redis
+// that is not there, and a Redis that stops answering (maxPendingPublishes).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { Server } from 'switchboard';
+import { startRedis } from '../helpers/redis.mjs';
+import { until, wsClient } from './helpers.mjs';
+
+test('bad broker options throw ERR_INVALID_OPTION', () => {
+  const cases = [
+    null,
+    {},
+    { redis: 'http://127.0.0.1:6379' },
+    { redis: 'redis://127.0.0.1:6379', prefix: 5 },
+    { redis: 'redis://127.0.0.1:6379', unsubscribeDelay: -1 },
+    { redis: 'redis://127.0.0.1:6379', connectTimeout: Number.NaN },
+    { redis: 'redis://127.0.0.1:6379', maxPendingPublishes: 1.5 },
+  ];
+  for (const broker of cases) {
+    assert.throws(() => new Server({ workers: 0, broker }), { code: 'ERR_INVALID_OPTION' }, JSON.stringify(broker));
+  }
+});
+
+test('with no Redis to reach, the server runs, publish throws ERR_BROKER_UNAVAILABLE, and close() is bounded', async (t) => {
+  // A port nobody listens on.
+  const probe = net.createServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+
+  const server = new Server({ workers: 0, broker: { redis: `redis://127.0.0.1:${port}`, connectTimeout: 0.2, maxReconnectDelay: 0.1 } });
+  server.ws('/ws', { open: (ws) => ws.subscribe('room') });
+  await server.listen([{ host: '127.0.0.1', port: 0 }]);
+  assert.throws(() => server.publish('room', 'hello'), { code: 'ERR_BROKER_UNAVAILABLE' });
+  // Local operations are unaffected.
+  assert.equal(server.numSubscribers('room'), 0);
+  const started = Date.now();
+  await server.close();
+  assert.ok(Date.now() - started < 2000, `close took ${Date.now() - started} ms`);
+});
+
+test('past maxPendingPublishes a publish throws ERR_BROKER_BACKLOG; what was accepted arrives once Redis answers again', async (t) => {
+  const redis = await startRedis(t);
+  const server = new Server({ workers: 0, broker: { redis: redis.url, prefix: `sblimits${process.pid}:`, maxPendingPublishes: 1 } });
+  server.ws('/ws', {
+    message(ws, data) {
+      ws.subscribe(data.toString());
+      ws.send(`ok:${data}`);
+    },
+  });
+  const [address] = await server.listen([{ host: '127.0.0.1', port: 0 }]);
+  t.after(() => server.close());
+  const ws = await wsClient(t, { http: address.port });
+  // This server subscribes a client to the channel it names, answering `ok:<name>`.
+  assert.equal(await ws.command('room'), 'ok:room');
+  await until(() => {
+    try {
+      return server.publish('room', 'ready') === 1;
+    } catch {
+      return false;
+    }
+  }, 'the broker to connect');
+  await until(() => ws.received.includes('ready'), 'the first delivery');
+
+  // Redis freezes: the first publish is written and waits for its answer,
+  // the second waits in the queue (room for one), the third is refused.
+  redis.pause();
+  assert.equal(server.publish('room', 'one'), 1);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(server.publish('room', 'two'), 1);
+  assert.throws(() => server.publish('room', 'three'), { code: 'ERR_BROKER_BACKLOG' });
+  redis.resume();
+  await until(() => ws.received.includes('two'), 'the accepted publishes');
+  assert.deepEqual(ws.received.filter((m) => m !== 'ready'), ['one', 'two']);
+});
