@@ -87,6 +87,12 @@ export declare class ServerHandle {
    * serves it.
    */
   metricsText(): string
+  /**
+   * Resolves with whether the broker accepts publishes, once it does or
+   * after `timeoutMs` (true at once without a broker); off the
+   * JavaScript thread.
+   */
+  brokerReady(timeoutMs: number): Promise<unknown>
   /** Graceful shutdown (see `Server::shutdown`), off the JavaScript thread. */
   close(drainTimeoutMs: number): Promise<unknown>
 }

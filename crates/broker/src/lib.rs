@@ -185,6 +185,22 @@ impl Bridge for Broker {
         let _ = self.commands.send(Command::Changes(changes, ticket));
     }
 
+    fn wait_ready(&self, timeout: std::time::Duration) -> bool {
+        // Polled: this runs once per `listen()`, on a pool thread, and
+        // waits a connection's set-up at most; a condition variable shared
+        // with the Tokio tasks would cost every state change a lock.
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.shared.available() {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     fn shutdown(&self) {
         let Some(thread) = self.thread.lock().take() else {
             return;

@@ -452,6 +452,17 @@ impl ServerHandle {
         self.server.metrics_text()
     }
 
+    /// Resolves with whether the broker accepts publishes, once it does or
+    /// after `timeoutMs` (true at once without a broker); off the
+    /// JavaScript thread.
+    #[napi]
+    pub fn broker_ready(&self, timeout_ms: u32) -> AsyncTask<BrokerReadyTask> {
+        AsyncTask::new(BrokerReadyTask {
+            server: self.server.clone(),
+            timeout: Duration::from_millis(timeout_ms.into()),
+        })
+    }
+
     /// Graceful shutdown (see `Server::shutdown`), off the JavaScript thread.
     #[napi]
     pub fn close(&self, drain_timeout_ms: u32) -> AsyncTask<CloseTask> {
@@ -460,6 +471,25 @@ impl ServerHandle {
             server: self.server.clone(),
             drain_timeout: Duration::from_millis(drain_timeout_ms.into()),
         })
+    }
+}
+
+/// Waits for the broker on a libuv pool thread.
+pub struct BrokerReadyTask {
+    server: Arc<Server>,
+    timeout: Duration,
+}
+
+impl Task for BrokerReadyTask {
+    type Output = bool;
+    type JsValue = bool;
+
+    fn compute(&mut self) -> Result<bool> {
+        Ok(self.server.wait_bridge_ready(self.timeout))
+    }
+
+    fn resolve(&mut self, _env: Env, output: bool) -> Result<bool> {
+        Ok(output)
     }
 }
 

@@ -50,6 +50,11 @@ pub trait Bridge: Send + Sync {
     /// Called under the registry's write lock: record, do not wait.
     fn channels_changed(&self, changes: Vec<ChannelChange>);
 
+    /// Wait up to `timeout` until publishes are accepted (connected and
+    /// subscribed); whether they are. Blocks: called off the JavaScript
+    /// thread, once, when the server starts listening.
+    fn wait_ready(&self, timeout: std::time::Duration) -> bool;
+
     /// The server is shutting down: leave the broker (unsubscribe) and
     /// stop. May block briefly; called off the JavaScript thread.
     fn shutdown(&self);

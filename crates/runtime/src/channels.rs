@@ -215,6 +215,15 @@ impl Server {
         true
     }
 
+    /// Wait up to `timeout` for the broker to accept publishes; true at
+    /// once without a broker. Blocks (see `Bridge::wait_ready`).
+    pub fn wait_bridge_ready(&self, timeout: std::time::Duration) -> bool {
+        self.state
+            .bridge
+            .get()
+            .is_none_or(|bridge| bridge.wait_ready(timeout))
+    }
+
     /// How many of this node's connections a publish to `channel` would
     /// reach now.
     fn local_recipients(&self, channel: &str, exclude: Option<u64>) -> usize {

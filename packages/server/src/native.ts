@@ -229,6 +229,8 @@ export interface NativeServerHandle {
   /** Every counter in Prometheus's text format, as the metrics endpoint serves it. */
   metricsText(): string;
   close(drainTimeoutMs: number): Promise<unknown>;
+  /** Settles (with whether the broker accepts publishes) once it does or after `timeoutMs`. */
+  brokerReady(timeoutMs: number): Promise<unknown>;
 }
 
 /** What `RouteTable.find` answers (`crates/node/src/routes.rs`). */

@@ -219,7 +219,7 @@ export interface BrokerOptions {
   prefix?: string;
   /** Seconds a channel whose last subscriber on this server left stays subscribed in Redis. Default 1: a reload or reconnect subscribes again within it, at no cost to Redis. */
   unsubscribeDelay?: number;
-  /** Seconds one connection attempt to Redis may take. Default 2. */
+  /** Seconds one connection attempt to Redis may take, and how long `listen()` waits for the first. Default 2. */
   connectTimeout?: number;
   /** Longest wait in seconds between reconnection attempts (starting at 50 ms, doubling). Default 2. */
   maxReconnectDelay?: number;
@@ -324,6 +324,8 @@ export const DEFAULTS = {
   rpcCodecs: ['json', 'msgpack'],
   rpcMaxOutboundStreams: 256,
   rpcMaxSubscriptions: 128,
+  /** `broker.connectTimeout` in seconds, as `BrokerConfig::new` has it: how long `listen()` waits for the broker. */
+  brokerConnectTimeout: 2,
   /** `http.compression.threshold`: `CompressionConfig` in `crates/runtime/src/config.rs` says why. */
   compressThreshold: 1024,
 } as const;
