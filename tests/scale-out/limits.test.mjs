@@ -74,3 +74,39 @@ test('past maxPendingPublishes a publish throws ERR_BROKER_BACKLOG; what was acc
   await until(() => ws.received.includes('two'), 'the accepted publishes');
   assert.deepEqual(ws.received.filter((m) => m !== 'ready'), ['one', 'two']);
 });
+
+test('a SUBSCRIBE that Redis refuses is retried with back-off, not in a loop, until Redis allows it', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = `sbacl${process.pid}:`;
+  const server = new Server({ workers: 0, broker: { redis: redis.url, prefix, maxReconnectDelay: 0.2 } });
+  server.ws('/ws', {
+    message(ws, data) {
+      ws.subscribe(data.toString());
+      ws.send(`ok:${data}`);
+    },
+  });
+  const [address] = await server.listen([{ host: '127.0.0.1', port: 0 }]);
+  t.after(() => server.close());
+  // No channel may be used any more: SUBSCRIBE (and PUBLISH) get NOPERM.
+  assert.equal(await redis.cli('ACL', 'SETUSER', 'default', 'resetchannels'), 'OK');
+  const ws = await wsClient(t, { http: address.port });
+  assert.equal(await ws.command('room'), 'ok:room');
+  const connections = async () => Number(/total_connections_received:(\d+)/.exec(await redis.cli('INFO', 'stats'))[1]);
+  const before = await connections();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const made = (await connections()) - before;
+  // Back-off from 50 ms to 0.2 s: a handful per second (and redis-cli's own).
+  assert.ok(made < 30, `${made} connections in a second`);
+  assert.throws(() => server.publish('room', 'refused'), { code: 'ERR_BROKER_UNAVAILABLE' });
+
+  assert.equal(await redis.cli('ACL', 'SETUSER', 'default', 'allchannels'), 'OK');
+  await until(async () => (await redis.numsub(`${prefix}room`))[`${prefix}room`] === 1, 'the subscription once allowed');
+  await until(() => {
+    try {
+      return server.publish('room', 'allowed') === 1;
+    } catch {
+      return false;
+    }
+  }, 'publishes to be accepted again');
+  await until(() => ws.received.includes('allowed'), 'the delivery');
+});

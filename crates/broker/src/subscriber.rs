@@ -79,39 +79,38 @@ pub(crate) async fn run(
     let mut backoff = Backoff::new(config.max_reconnect_delay);
     loop {
         let connect = client.get_async_pubsub();
-        let pubsub = match tokio::time::timeout(config.connect_timeout, connect).await {
-            Ok(Ok(pubsub)) => pubsub,
-            _ => {
-                // Keep mirroring the registry while Redis is away, so the
-                // next connection subscribes what is wanted then.
-                let wait = tokio::time::sleep(backoff.next_delay());
-                tokio::pin!(wait);
-                loop {
-                    tokio::select! {
-                        _ = &mut wait => break,
-                        command = commands.recv() => match command {
-                            Some(Command::Changes(changes, t)) => {
-                                wanted.apply(changes, config.unsubscribe_delay);
-                                ticket = ticket.max(t);
-                            }
-                            Some(Command::Shutdown) | None => return,
-                        },
-                    }
-                }
-                continue;
-            }
-        };
-        let (mut sink, mut stream) = pubsub.split();
-        // Channels waiting out their delay are not needed on a new
-        // connection: they are simply not subscribed again.
-        wanted.leaving.clear();
         let mut subscribed: HashSet<Arc<str>> = HashSet::new();
-        if sync(&mut sink, &config, &mut wanted, &mut subscribed)
-            .await
-            .is_err()
-        {
+        let connected = match tokio::time::timeout(config.connect_timeout, connect).await {
+            Ok(Ok(pubsub)) => {
+                let (mut sink, stream) = pubsub.split();
+                // Channels waiting out their delay are not needed on a new
+                // connection: they are simply not subscribed again.
+                wanted.leaving.clear();
+                let synced = sync(&mut sink, &config, &mut wanted, &mut subscribed).await;
+                synced.ok().map(|()| (sink, stream))
+            }
+            _ => None,
+        };
+        let Some((mut sink, mut stream)) = connected else {
+            // Wait (a refused SUBSCRIBE too, or this would spin), and keep
+            // mirroring the registry meanwhile, so the next connection
+            // subscribes what is wanted then.
+            let wait = tokio::time::sleep(backoff.next_delay());
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    _ = &mut wait => break,
+                    command = commands.recv() => match command {
+                        Some(Command::Changes(changes, t)) => {
+                            wanted.apply(changes, config.unsubscribe_delay);
+                            ticket = ticket.max(t);
+                        }
+                        Some(Command::Shutdown) | None => return,
+                    },
+                }
+            }
             continue;
-        }
+        };
         confirm(&shared, ticket);
         shared.subscriber_up.store(true, Ordering::Release);
         shared.epoch.fetch_add(1, Ordering::AcqRel);
@@ -154,7 +153,7 @@ pub(crate) async fn run(
                                 }
                                 Ok(Command::Shutdown) => {
                                     shared.subscriber_up.store(false, Ordering::Release);
-                                    return goodbye(&mut sink, &config, &subscribed, publisher.take()).await;
+                                    return goodbye(&shared, &mut sink, &config, &subscribed, publisher.take()).await;
                                 }
                                 Err(_) => break,
                             }
@@ -167,7 +166,7 @@ pub(crate) async fn run(
                     }
                     Some(Command::Shutdown) | None => {
                         shared.subscriber_up.store(false, Ordering::Release);
-                        return goodbye(&mut sink, &config, &subscribed, publisher.take()).await;
+                        return goodbye(&shared, &mut sink, &config, &subscribed, publisher.take()).await;
                     }
                 },
                 _ = due => sync(&mut sink, &config, &mut wanted, &mut subscribed).await,
@@ -192,11 +191,15 @@ fn confirm(shared: &Shared, ticket: u64) {
 /// unsubscribe everything; each within `connect_timeout` (Redis may be
 /// gone).
 async fn goodbye(
+    shared: &Shared,
     sink: &mut PubSubSink,
     config: &BrokerConfig,
     subscribed: &HashSet<Arc<str>>,
     publisher: Option<tokio::task::JoinHandle<()>>,
 ) {
+    // Nothing more will be subscribed here: publishes waiting for a
+    // subscription of this server (`Shared::requested`) go to the others.
+    confirm(shared, u64::MAX);
     if let Some(publisher) = publisher {
         let _ = tokio::time::timeout(config.connect_timeout, publisher).await;
     }
