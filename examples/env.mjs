@@ -27,15 +27,26 @@ export function tlsFromEnv() {
   return { cert: readFileSync(cert), key: readFileSync(key) };
 }
 
-/** Start a server for `app` on PORT with WORKERS workers; close on SIGINT/SIGTERM. */
+/**
+ * The broker from REDIS_URL (`redis://host:port`): given, the example's
+ * channels span every process started with the same URL (docs/scale-out.md).
+ */
+export function brokerFromEnv() {
+  const redis = process.env.REDIS_URL;
+  return redis ? { redis } : undefined;
+}
+
+/** Start a server for `app` on PORT with WORKERS workers (and REDIS_URL's broker); close on SIGINT/SIGTERM. */
 export async function startExample(name, app) {
   const workers = process.env.WORKERS === undefined ? os.availableParallelism() : Number(process.env.WORKERS);
   const port = process.env.PORT === undefined ? 9001 : Number(process.env.PORT);
   const tls = tlsFromEnv();
-  const server = new Server({ app, workers });
+  const broker = brokerFromEnv();
+  const server = new Server({ app, workers, broker });
   const [address] = await server.listen([{ host: '127.0.0.1', port, tls }]);
   const scheme = tls ? 'wss' : 'ws';
-  console.log(`${name} server listening on ${scheme}://127.0.0.1:${address.port}/ (${workers} workers)`);
+  const through = broker ? `, channels through ${broker.redis}` : '';
+  console.log(`${name} server listening on ${scheme}://127.0.0.1:${address.port}/ (${workers} workers${through})`);
   const stop = async () => {
     await server.close({ drainTimeout: 1000 });
     process.exit(0);

@@ -92,8 +92,28 @@ export declare class ServerHandle {
    * serves it.
    */
   metricsText(): string
+  /**
+   * Resolves with whether the broker accepts publishes, once it does or
+   * after `timeoutMs` (true at once without a broker); off the
+   * JavaScript thread.
+   */
+  brokerReady(timeoutMs: number): Promise<unknown>
   /** Graceful shutdown (see `Server::shutdown`), off the JavaScript thread. */
   close(drainTimeoutMs: number): Promise<unknown>
+}
+
+/**
+ * Many nodes as one, through Redis pub/sub (docs/scale-out.md). Defaults
+ * live in `switchboard_broker::BrokerConfig::new`.
+ */
+export interface BrokerOptions {
+  /** `redis://host:port[/db]`. */
+  redis: string
+  prefix?: string
+  unsubscribeDelayMs?: number
+  connectTimeoutMs?: number
+  maxReconnectDelayMs?: number
+  maxPendingPublishes?: number
 }
 
 /** permessage-deflate options of a route. */
@@ -320,6 +340,8 @@ export interface ServerOptions {
   closeTimeoutMs?: number
   maxWorkerQueueBytes?: number
   rpc?: RpcOptions
+  /** Scale-out through a broker (`ServerOptions.broker` in TypeScript). */
+  broker?: BrokerOptions
 }
 
 export interface SniCertificate {
@@ -390,6 +412,11 @@ export interface StatsJs {
   outboundBufferedBytes: number
   channels: number
   subscriptions: number
+  /**
+   * Publishes the broker accepted and lost because Redis failed while
+   * they were sent (docs/scale-out.md).
+   */
+  brokerPublishesLost: number
   workers: Array<WorkerStatsJs>
   /** HTTP responses by route label, those that counted one. */
   http: Array<HttpRouteStatsJs>

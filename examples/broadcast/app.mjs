@@ -1,6 +1,7 @@
 // The broadcast room of the SockJS study: every message any client sends on
 // `/` is published to every connected client, the sender included. The
-// fan-out is native: one publish, no JavaScript per recipient.
+// fan-out is native: one publish, no JavaScript per recipient. With
+// REDIS_URL, every process started with the same URL is one room.
 import { defineApp } from 'switchboard';
 import { routeOptionsFromEnv } from '../env.mjs';
 
@@ -13,7 +14,14 @@ export default defineApp((app) => {
       ws.subscribe(ROOM);
     },
     message(ws, data, isBinary) {
-      app.publish(ROOM, data, { binary: isBinary });
+      try {
+        app.publish(ROOM, data, { binary: isBinary });
+      } catch (error) {
+        // With REDIS_URL, while Redis is unreachable: tell the sender
+        // rather than drop the message silently (or close its connection).
+        if (error.code !== 'ERR_BROKER_UNAVAILABLE' && error.code !== 'ERR_BROKER_BACKLOG') throw error;
+        ws.send(`${error.code}: not sent`);
+      }
     },
   });
 });

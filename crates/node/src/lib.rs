@@ -110,6 +110,9 @@ pub struct StatsJs {
     pub outbound_buffered_bytes: i64,
     pub channels: i64,
     pub subscriptions: i64,
+    /// Publishes the broker accepted and lost because Redis failed while
+    /// they were sent (docs/scale-out.md).
+    pub broker_publishes_lost: i64,
     pub workers: Vec<WorkerStatsJs>,
     /// HTTP responses by route label, those that counted one.
     pub http: Vec<HttpRouteStatsJs>,
@@ -145,9 +148,16 @@ impl ServerHandle {
     /// terminated), the server is shut down with it. Otherwise it would go on
     /// listening, with its I/O threads, accepting connections nobody handles.
     #[napi(factory)]
-    pub fn create(env: Env, options: ServerOptions) -> Result<Self> {
+    pub fn create(env: Env, mut options: ServerOptions) -> Result<Self> {
+        let broker = options.broker.take().map(options::broker_config);
         let config = options::server_config(options)?;
         let server = Server::new(config).map_err(|e| coded("ERR_SERVER_START", e))?;
+        if let Some(broker) = broker {
+            if let Err(error) = switchboard_broker::Broker::attach(&server, broker) {
+                server.shutdown(Duration::ZERO);
+                return Err(coded("ERR_INVALID_OPTION", format!("broker: {error}")));
+            }
+        }
         let id = NEXT_SERVER_ID.fetch_add(1, Ordering::Relaxed);
         let owned = Arc::downgrade(&server);
         if let Err(error) = env.add_env_cleanup_hook(owned, move |owned| {
@@ -413,6 +423,7 @@ impl ServerHandle {
             outbound_buffered_bytes: s.outbound_buffered_bytes as i64,
             channels: s.channels as i64,
             subscriptions: s.subscriptions as i64,
+            broker_publishes_lost: s.broker_publishes_lost as i64,
             workers: s
                 .workers
                 .into_iter()
@@ -448,6 +459,17 @@ impl ServerHandle {
         self.server.metrics_text()
     }
 
+    /// Resolves with whether the broker accepts publishes, once it does or
+    /// after `timeoutMs` (true at once without a broker); off the
+    /// JavaScript thread.
+    #[napi]
+    pub fn broker_ready(&self, timeout_ms: u32) -> AsyncTask<BrokerReadyTask> {
+        AsyncTask::new(BrokerReadyTask {
+            server: self.server.clone(),
+            timeout: Duration::from_millis(timeout_ms.into()),
+        })
+    }
+
     /// Graceful shutdown (see `Server::shutdown`), off the JavaScript thread.
     #[napi]
     pub fn close(&self, drain_timeout_ms: u32) -> AsyncTask<CloseTask> {
@@ -456,6 +478,25 @@ impl ServerHandle {
             server: self.server.clone(),
             drain_timeout: Duration::from_millis(drain_timeout_ms.into()),
         })
+    }
+}
+
+/// Waits for the broker on a libuv pool thread.
+pub struct BrokerReadyTask {
+    server: Arc<Server>,
+    timeout: Duration,
+}
+
+impl Task for BrokerReadyTask {
+    type Output = bool;
+    type JsValue = bool;
+
+    fn compute(&mut self) -> Result<bool> {
+        Ok(self.server.wait_bridge_ready(self.timeout))
+    }
+
+    fn resolve(&mut self, _env: Env, output: bool) -> Result<bool> {
+        Ok(output)
     }
 }
 

@@ -169,6 +169,43 @@ pub struct ServerOptions {
     pub close_timeout_ms: Option<u32>,
     pub max_worker_queue_bytes: Option<u32>,
     pub rpc: Option<RpcOptions>,
+    /// Scale-out through a broker (`ServerOptions.broker` in TypeScript).
+    pub broker: Option<BrokerOptions>,
+}
+
+/// Many nodes as one, through Redis pub/sub (docs/scale-out.md). Defaults
+/// live in `switchboard_broker::BrokerConfig::new`.
+#[napi(object)]
+pub struct BrokerOptions {
+    /// `redis://host:port[/db]`.
+    pub redis: String,
+    pub prefix: Option<String>,
+    pub unsubscribe_delay_ms: Option<u32>,
+    pub connect_timeout_ms: Option<u32>,
+    pub max_reconnect_delay_ms: Option<u32>,
+    pub max_pending_publishes: Option<u32>,
+}
+
+/// The broker's config from its options.
+pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig {
+    let mut config = switchboard_broker::BrokerConfig::new(options.redis);
+    let ms = |v: u32| Duration::from_millis(u64::from(v));
+    if let Some(prefix) = options.prefix {
+        config.prefix = prefix;
+    }
+    if let Some(v) = options.unsubscribe_delay_ms {
+        config.unsubscribe_delay = ms(v);
+    }
+    if let Some(v) = options.connect_timeout_ms {
+        config.connect_timeout = ms(v);
+    }
+    if let Some(v) = options.max_reconnect_delay_ms {
+        config.max_reconnect_delay = ms(v);
+    }
+    if let Some(v) = options.max_pending_publishes {
+        config.max_pending_publishes = v as usize;
+    }
+    config
 }
 
 /// The Switchboard protocol's options (`ServerOptions.rpc` in TypeScript).

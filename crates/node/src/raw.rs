@@ -19,6 +19,8 @@ use std::ptr;
 
 use napi::sys;
 
+use switchboard_runtime::BridgeError;
+
 use crate::hot::with_server;
 use crate::id_from_js;
 
@@ -186,6 +188,13 @@ unsafe fn string_of(
 /// bodies are mostly short, large ones come as bytes).
 const MIN_SCRATCH_BYTES: usize = 16 * 1024;
 
+unsafe fn signed(env: sys::napi_env, value: i32) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    // SAFETY: `env` is live; `out` is a valid destination.
+    unsafe { sys::napi_create_int32(env, value, &mut out) };
+    out
+}
+
 unsafe fn number(env: sys::napi_env, value: u32) -> sys::napi_value {
     let mut out = ptr::null_mut();
     // SAFETY: `env` is live; `out` is a valid destination.
@@ -216,7 +225,11 @@ unsafe extern "C" fn send(env: sys::napi_env, info: sys::napi_callback_info) -> 
     }
 }
 
-/// `publish(server, channel, data, binary, exclude)`: the number of recipients.
+/// `publish(server, channel, data, binary, exclude)`: the number of
+/// recipients; with a broker that refused the message, -1 (down) or -2
+/// (backlog), which TypeScript turns into `ERR_BROKER_UNAVAILABLE` and
+/// `ERR_BROKER_BACKLOG` (a number keeps the hot path free of an error
+/// object; the refusal is still never silent).
 unsafe extern "C" fn publish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: N-API calls us with the callback's own `env` and `info`.
     unsafe {
@@ -237,8 +250,14 @@ unsafe extern "C" fn publish(env: sys::napi_env, info: sys::napi_callback_info) 
         let Ok(channel) = std::str::from_utf8(&name) else {
             return throw_bad_arguments(env);
         };
-        let recipients = with_server(server, |s| s.publish(channel, data, binary, exclude) as u32);
-        number(env, recipients.unwrap_or(0))
+        let recipients = with_server(server, |s| {
+            match s.publish(channel, data, binary, exclude) {
+                Ok(count) => i32::try_from(count).unwrap_or(i32::MAX),
+                Err(BridgeError::Unavailable) => -1,
+                Err(BridgeError::Backlog) => -2,
+            }
+        });
+        signed(env, recipients.unwrap_or(0))
     }
 }
 

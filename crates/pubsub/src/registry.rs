@@ -56,6 +56,23 @@ pub struct Registry {
     pub(crate) dependents: FxHashMap<SubscriberId, FxHashSet<SubscriberId>>,
     /// Total number of (subscriber, channel) memberships.
     pub(crate) subscriptions: usize,
+    /// Whether channels gaining their first member or losing their last are
+    /// logged in `changes` (see [`Registry::log_channel_changes`]).
+    log_changes: bool,
+    /// Those transitions, in order, until the runtime takes them.
+    changes: Vec<ChannelChange>,
+}
+
+/// A channel came into existence or went away: the transitions a node
+/// mirrors in a broker (subscribe on the first local member, unsubscribe
+/// after the last). The registry only records them; whoever holds the
+/// registry's lock takes them and does the I/O, so the registry stays pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChannelChange {
+    /// The channel got its first member.
+    Created(Arc<str>),
+    /// The channel lost its last member.
+    Removed(Arc<str>),
 }
 
 impl Registry {
@@ -103,6 +120,7 @@ impl Registry {
                 let mut ch = Channel::new(name.clone());
                 ch.insert(subscriber, delta.unsigned_abs(), is_virtual);
                 self.channels.insert(name.clone(), ch);
+                self.log(|| ChannelChange::Created(name.clone()));
                 self.after_join(subscriber, name);
                 true
             }
@@ -178,10 +196,35 @@ impl Registry {
             };
             if now_empty {
                 self.channels.remove(name);
+                self.log(|| ChannelChange::Removed(name.clone()));
             }
         }
         self.subscriptions -= names.len();
         names.len()
+    }
+
+    /// Starts (or stops) logging [`ChannelChange`]s. Off by default: a
+    /// server without a broker should not pay for a log nobody reads.
+    /// Stopping drops what was logged.
+    pub fn log_channel_changes(&mut self, on: bool) {
+        self.log_changes = on;
+        if !on {
+            self.changes = Vec::new();
+        }
+    }
+
+    /// The channel transitions logged since the last call, oldest first.
+    /// A channel may appear created and removed several times: the log
+    /// keeps every transition, so the reader sees them in the order they
+    /// happened under the lock.
+    pub fn take_channel_changes(&mut self) -> Vec<ChannelChange> {
+        std::mem::take(&mut self.changes)
+    }
+
+    fn log(&mut self, change: impl FnOnce() -> ChannelChange) {
+        if self.log_changes {
+            self.changes.push(change());
+        }
     }
 
     /// Subscriber-side bookkeeping after `subscriber` joined a channel.
@@ -194,7 +237,9 @@ impl Registry {
     /// `emptied` and the subscriber's entry if that was its last channel.
     fn after_leave(&mut self, subscriber: SubscriberId, channel: &str, emptied: bool) {
         if emptied {
-            self.channels.remove(channel);
+            if let Some(ch) = self.channels.remove(channel) {
+                self.log(|| ChannelChange::Removed(ch.name));
+            }
         }
         if let Some(set) = self.subscribers.get_mut(&subscriber) {
             set.remove(channel);

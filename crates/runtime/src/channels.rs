@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use switchboard_proto::rpc;
-use switchboard_pubsub::{SubscriberId, Target};
+use switchboard_pubsub::{ChannelChange, SubscriberId, Target};
+
+use crate::bridge::{Bridge, BridgeError};
 
 use crate::connection::{Connection, ConnectionKind};
 use crate::framing;
@@ -162,13 +164,85 @@ pub enum PublishTarget<'a> {
 }
 
 impl Server {
-    /// Publish to a channel; returns the number of recipients.
-    pub fn publish(&self, channel: &str, data: &[u8], binary: bool, exclude: Option<u64>) -> usize {
+    /// Publish to a channel; returns the number of recipients on this
+    /// node.
+    ///
+    /// With a broker (`attach_bridge`) the message goes to the broker only
+    /// and reaches this node's subscribers when it comes back
+    /// ([`Server::deliver`]), exactly as it reaches every other node's: one
+    /// order per channel everywhere. The count is then the recipients this
+    /// node has now, which the message will reach unless they leave first.
+    /// A broker that refuses the message (down, or too far behind) makes
+    /// the publish fail: nothing is delivered anywhere.
+    pub fn publish(
+        &self,
+        channel: &str,
+        data: &[u8],
+        binary: bool,
+        exclude: Option<u64>,
+    ) -> Result<usize, BridgeError> {
+        match self.state.bridge.get() {
+            Some(bridge) => {
+                bridge.publish(channel, data, binary, exclude)?;
+                Ok(self.local_recipients(channel, exclude))
+            }
+            None => Ok(self.deliver(channel, data, binary, exclude)),
+        }
+    }
+
+    /// Fan a publish to `channel` out to this node's subscribers: a local
+    /// publish, or one that came back from the broker.
+    pub fn deliver(&self, channel: &str, data: &[u8], binary: bool, exclude: Option<u64>) -> usize {
         self.publish_to(&[PublishTarget::Channel(channel)], data, binary, exclude)
+    }
+
+    /// Attach the broker that carries this server's channels to other
+    /// nodes. Once, before the server listens; the channels that already
+    /// have subscribers are reported to it at once.
+    pub fn attach_bridge(&self, bridge: Arc<dyn Bridge>) -> bool {
+        let mut registry = self.state.registry.write();
+        if self.state.bridge.set(bridge.clone()).is_err() {
+            return false;
+        }
+        registry.log_channel_changes(true);
+        let existing: Vec<ChannelChange> = registry
+            .channels()
+            .map(|name| ChannelChange::Created(Arc::from(name)))
+            .collect();
+        if !existing.is_empty() {
+            bridge.channels_changed(existing);
+        }
+        true
+    }
+
+    /// Wait up to `timeout` for the broker to accept publishes; true at
+    /// once without a broker. Blocks (see `Bridge::wait_ready`).
+    pub fn wait_bridge_ready(&self, timeout: std::time::Duration) -> bool {
+        self.state
+            .bridge
+            .get()
+            .is_none_or(|bridge| bridge.wait_ready(timeout))
+    }
+
+    /// How many of this node's connections a publish to `channel` would
+    /// reach now.
+    fn local_recipients(&self, channel: &str, exclude: Option<u64>) -> usize {
+        let registry = self.state.registry.read();
+        let connections = self.state.connections.read();
+        let mut count = 0;
+        registry.for_each_recipient(&[Target::Channel(channel)], exclude, |conn, _| {
+            if connections.contains_key(&conn) {
+                count += 1;
+            }
+        });
+        count
     }
 
     /// Publish to a mixed list of channels, connections and virtual sockets.
     /// A subscriber reached through several targets gets the message once.
+    ///
+    /// Local to this node, broker or not: the deduplication across targets
+    /// needs one node's view of every target.
     pub fn publish_to(
         &self,
         targets: &[PublishTarget<'_>],
@@ -229,21 +303,23 @@ impl Server {
     /// Change subscription refcounts; returns the subscribers whose
     /// membership changed.
     pub fn subscribe(&self, subscribers: &[SubscriberId], channel: &str, delta: i32) -> Vec<u64> {
-        let mut registry = self.state.registry.write();
-        let mut changed = Vec::new();
-        for &subscriber in subscribers {
-            if self.is_live_subscriber(&registry, subscriber)
-                && registry.subscribe(subscriber, channel, delta)
-            {
-                changed.push(subscriber);
+        self.state.with_registry(|registry| {
+            let mut changed = Vec::new();
+            for &subscriber in subscribers {
+                if self.is_live_subscriber(registry, subscriber)
+                    && registry.subscribe(subscriber, channel, delta)
+                {
+                    changed.push(subscriber);
+                }
             }
-        }
-        changed
+            changed
+        })
     }
 
     /// Remove a subscription whatever its refcount.
     pub fn unsubscribe(&self, subscriber: SubscriberId, channel: &str) -> bool {
-        self.state.registry.write().unsubscribe(subscriber, channel)
+        self.state
+            .with_registry(|registry| registry.unsubscribe(subscriber, channel))
     }
 
     pub fn is_subscribed(&self, subscriber: SubscriberId, channel: &str) -> bool {
@@ -271,7 +347,8 @@ impl Server {
     }
 
     pub fn copy_subscriptions(&self, from: &str, to: &str) -> Vec<u64> {
-        self.state.registry.write().copy_subscriptions(from, to)
+        self.state
+            .with_registry(|registry| registry.copy_subscriptions(from, to))
     }
 
     /// Create a virtual socket pointing at a connection or another virtual
@@ -294,9 +371,7 @@ impl Server {
         expected_target: Option<u64>,
     ) -> Result<Vec<u64>, switchboard_pubsub::Error> {
         self.state
-            .registry
-            .write()
-            .delete_virtual_socket(id, expected_target)
+            .with_registry(|registry| registry.delete_virtual_socket(id, expected_target))
     }
 
     /// A subscriber is live if it is an open connection or a virtual socket.

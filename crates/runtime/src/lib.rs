@@ -7,7 +7,7 @@
 //! directly.
 //!
 //! What may import what (a tree; see `ARCHITECTURE.md`):
-//! - `config`, `errors`, `stats`, `framing`, `wake`, `tls`, `stream`,
+//! - `bridge` (the seam to a broker) on nothing; `config`, `errors`, `stats`, `framing`, `wake`, `tls`, `stream`,
 //!   `outbound`, `events`, `rpc_reader` (the protocol's reading side,
 //!   pure) depend on nothing here but each other's leaves;
 //! - `connection` (the shared part of a connection, and the cork) on
@@ -20,6 +20,7 @@
 //! - `server` on `reactor` and `state`; `channels` adds the channel
 //!   operations to `server`.
 
+pub mod bridge;
 pub mod channels;
 pub mod config;
 pub mod connection;
@@ -44,6 +45,7 @@ mod stream;
 pub mod tls;
 pub mod wake;
 
+pub use bridge::{Bridge, BridgeError};
 pub use config::{
     CompressionConfig, DotFiles, FileCacheConfig, HttpConfig, HttpRouteConfig, IoScheduling,
     ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy,

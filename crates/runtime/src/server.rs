@@ -293,6 +293,11 @@ impl Server {
         let Some(io) = self.io.lock().take() else {
             return;
         };
+        // Leave the broker first: the other nodes stop sending us the
+        // channels' traffic while the connections drain.
+        if let Some(bridge) = self.state.bridge.get() {
+            bridge.shutdown();
+        }
         self.state
             .stopping
             .store(true, std::sync::atomic::Ordering::Release);

@@ -70,6 +70,9 @@ pub struct ServerState {
     pub admitted: AtomicUsize,
     /// Set when graceful shutdown begins: nothing new is accepted.
     pub stopping: AtomicBool,
+    /// The broker carrying channels to other nodes, when there is one
+    /// (`bridge.rs`); set once, before the server listens.
+    pub(crate) bridge: std::sync::OnceLock<Arc<dyn crate::bridge::Bridge>>,
     next_id: AtomicU64,
     next_worker: AtomicUsize,
     next_http_worker: AtomicUsize,
@@ -101,6 +104,7 @@ impl ServerState {
             stats: Arc::new(Stats::default()),
             admitted: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
+            bridge: std::sync::OnceLock::new(),
             next_id: AtomicU64::new(1),
             next_worker: AtomicUsize::new(0),
             next_http_worker: AtomicUsize::new(0),
@@ -132,6 +136,7 @@ impl ServerState {
             outbound_buffered_bytes: outbound,
             channels: registry.channel_count() as u64,
             subscriptions: registry.subscription_count() as u64,
+            broker_publishes_lost: stats::get(&s.broker_publishes_lost),
             workers: self
                 .worker_stats
                 .iter()
@@ -188,6 +193,24 @@ impl ServerState {
         self.connections.read().get(&id).cloned()
     }
 
+    /// Change the registry under its write lock; the channels that got
+    /// their first subscriber or lost their last are handed to the broker
+    /// before the lock is released, so it learns of them in order.
+    pub(crate) fn with_registry<R>(
+        &self,
+        change: impl FnOnce(&mut switchboard_pubsub::Registry) -> R,
+    ) -> R {
+        let mut registry = self.registry.write();
+        let result = change(&mut registry);
+        if let Some(bridge) = self.bridge.get() {
+            let changes = registry.take_channel_changes();
+            if !changes.is_empty() {
+                bridge.channels_changed(changes);
+            }
+        }
+        result
+    }
+
     /// A connection opened: others can now reach it.
     pub fn register(&self, connection: &Arc<Connection>) {
         self.connections
@@ -205,7 +228,7 @@ impl ServerState {
     pub fn unregister(&self, connection: &Connection, code: u16, reason: &str, notify: bool) {
         connection.outbound.close();
         self.connections.write().remove(&connection.id);
-        self.registry.write().remove_subscriber(connection.id);
+        self.with_registry(|registry| registry.remove_subscriber(connection.id));
         stats::sub(&self.stats.connections_open, 1);
         stats::sub(&self.worker_stats[connection.worker()].connections_open, 1);
         if notify {

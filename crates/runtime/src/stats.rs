@@ -20,6 +20,9 @@ pub struct Stats {
     pub protocol_errors: AtomicU64,
     /// HTTP requests read (answered natively or handed to JavaScript).
     pub http_requests: AtomicU64,
+    /// Publishes a broker accepted and then lost because Redis failed
+    /// while they were being sent (`crates/broker`; docs/scale-out.md).
+    pub broker_publishes_lost: AtomicU64,
 }
 
 /// Counters of one worker.
@@ -58,6 +61,7 @@ pub struct StatsSnapshot {
     pub outbound_buffered_bytes: u64,
     pub channels: u64,
     pub subscriptions: u64,
+    pub broker_publishes_lost: u64,
     pub workers: Vec<WorkerSnapshot>,
 }
 

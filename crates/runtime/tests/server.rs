@@ -71,7 +71,7 @@ fn start() -> (Arc<Server>, SocketAddr, Arc<parking_lot::Mutex<Vec<Seen>>>) {
                         worker_server.subscribe(&[*id], "room", 1);
                     }
                     Seen::Message(id, data) if data.starts_with(b"!") => {
-                        worker_server.publish("room", data, true, None);
+                        worker_server.publish("room", data, true, None).unwrap();
                         let _ = id;
                     }
                     Seen::Message(id, data) => {

@@ -37,10 +37,23 @@ export const ERROR_CODES = {
   ERR_HTTP_MULTIPART_MALFORMED: { kind: 'http', value: 400, description: 'A multipart body could not be parsed: no boundary, a boundary that never comes, a bad part head, or a body that ends before the closing boundary.' },
   ERR_HTTP_VALIDATION: { kind: 'http', value: 400, description: 'A request failed its route\'s `schema` (`params`, `query`, `headers` or `body`); `error.details` lists `{ location, path, message }`.' },
   ERR_COOKIE_NO_SECRET: { kind: 'throw', value: 0, description: 'A cookie is to be signed (`res.cookie(..., { signed: true })`, a session) but `app.cookieSecrets` is not set.' },
+  ERR_BROKER_UNAVAILABLE: { kind: 'throw', value: 0, description: 'Thrown by `publish` on a server with a `broker`: the broker (Redis) is not connected, so the message would reach no server (not even this one, which delivers what comes back from Redis). Nothing was delivered; the server reconnects on its own.' },
+  ERR_BROKER_BACKLOG: { kind: 'throw', value: 0, description: 'Thrown by `publish` on a server with a `broker`: `broker.maxPendingPublishes` publishes are still waiting to be written to Redis. Nothing was delivered.' },
   ERR_SESSION_STORE: { kind: 'throw', value: 0, description: 'The session store failed: loading a session answers 500 (the error goes to the error handlers); saving, touching or destroying one after the response is reported by `handlerError`.' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/**
+ * The native `publish` reports a broker's refusal as a negative count
+ * (a number keeps the per-message call free of error objects); this turns
+ * it into the error, or passes a count through.
+ */
+export function publishedCount(result: number): number {
+  if (result >= 0) return result;
+  if (result === -2) throw new SwitchboardError('ERR_BROKER_BACKLOG', 'too many publishes wait for the broker (broker.maxPendingPublishes)');
+  throw new SwitchboardError('ERR_BROKER_UNAVAILABLE', 'the broker is not connected; the message was not published');
+}
 
 export class SwitchboardError extends Error {
   readonly code: string;

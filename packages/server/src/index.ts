@@ -70,7 +70,7 @@ export {
   type HttpRouteStats,
 } from './operations.js';
 export type { MetricsOptions } from './http/metrics.js';
-export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, SockJsOptions, StaticResponse } from './options.js';
+export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, SockJsOptions, StaticResponse, BrokerOptions } from './options.js';
 export type { TrustProxy } from './http/proxy.js';
 export {
   RpcService,

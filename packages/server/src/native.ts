@@ -136,6 +136,16 @@ export interface NativeServerOptions {
   rpc?: NativeRpcOptions;
   /** Where the core answers GET with the counters in Prometheus's format. */
   metricsPath?: string;
+  broker?: NativeBrokerOptions;
+}
+
+export interface NativeBrokerOptions {
+  redis: string;
+  prefix?: string;
+  unsubscribeDelayMs?: number;
+  connectTimeoutMs?: number;
+  maxReconnectDelayMs?: number;
+  maxPendingPublishes?: number;
 }
 
 export interface NativeWorkerStats {
@@ -158,6 +168,8 @@ export interface NativeStats {
   outboundBufferedBytes: number;
   channels: number;
   subscriptions: number;
+  /** Publishes the broker accepted and lost because Redis failed while they were sent. */
+  brokerPublishesLost: number;
   workers: NativeWorkerStats[];
   /** HTTP responses by route label, those that counted one. */
   http: NativeHttpRouteStats[];
@@ -219,6 +231,8 @@ export interface NativeServerHandle {
   /** Every counter in Prometheus's text format, as the metrics endpoint serves it. */
   metricsText(): string;
   close(drainTimeoutMs: number): Promise<unknown>;
+  /** Settles (with whether the broker accepts publishes) once it does or after `timeoutMs`. */
+  brokerReady(timeoutMs: number): Promise<unknown>;
 }
 
 /** What `RouteTable.find` answers (`crates/node/src/routes.rs`). */

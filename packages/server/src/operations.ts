@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { type NativeHttpRouteStats, type NativeServerHandle, type NativeStats, native as nativeModule } from './native.js';
-import { SwitchboardError, liftNativeError } from './errors.js';
+import { SwitchboardError, liftNativeError, publishedCount } from './errors.js';
 
 /** What may be sent: text (a string) or bytes. */
 export type MessageData = string | ArrayBuffer | ArrayBufferView;
@@ -93,16 +93,23 @@ export class Operations extends EventEmitter {
     return nativeModule.send(this.requireServerId(), connection, bytes, isBinary) as SendStatus;
   }
 
-  /** Publish to a channel; returns the number of recipients. */
+  /**
+   * Publish to a channel; returns the number of recipients (on this
+   * server). With a `broker`, the message reaches every server's
+   * subscribers, this one's included once it comes back from the broker;
+   * it throws `ERR_BROKER_UNAVAILABLE` (or `ERR_BROKER_BACKLOG`) when the
+   * broker cannot take it, and then nothing is delivered anywhere.
+   */
   publish(channel: string, data: MessageData, options: PublishOptions = {}): number {
     const [bytes, isBinary] = toBytes(data, options.binary);
-    return nativeModule.publish(this.requireServerId(), channel, bytes, isBinary, options.exclude ?? null);
+    return publishedCount(nativeModule.publish(this.requireServerId(), channel, bytes, isBinary, options.exclude ?? null));
   }
 
   /**
    * Publish to a mixed list of channels (strings) and connections or virtual
    * sockets (numbers). A subscriber reached through several targets gets the
-   * message once. Returns the number of recipients.
+   * message once. Returns the number of recipients. Local to this server,
+   * even with a `broker` (the deduplication needs one server's view).
    */
   publishTo(targets: readonly PublishTarget[], data: MessageData, options: PublishOptions = {}): number {
     const channels: string[] = [];

@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-rpc';
-import type { NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeSockJsOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
+import type { NativeBrokerOptions, NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeSockJsOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 import type { MetricsOptions } from './http/metrics.js';
 
@@ -203,6 +203,28 @@ export interface ServerOptions {
    * response), and nothing is served.
    */
   metrics?: boolean | MetricsOptions;
+  /**
+   * Many servers as one (docs/scale-out.md): channels go through a broker,
+   * so a publish on any server reaches the channel's subscribers on every
+   * server that names the same broker. Default none: channels are local.
+   */
+  broker?: BrokerOptions;
+}
+
+/** The broker that carries channels between servers (docs/scale-out.md); each default is in `crates/broker/src/config.rs`. */
+export interface BrokerOptions {
+  /** Redis (one standalone server): `redis://[user:password@]host:port[/db]`. */
+  redis: string;
+  /** Put in front of every channel's name in Redis, so applications can share one Redis. Default `'switchboard:'`. */
+  prefix?: string;
+  /** Seconds a channel whose last subscriber on this server left stays subscribed in Redis. Default 1: a reload or reconnect subscribes again within it, at no cost to Redis. */
+  unsubscribeDelay?: number;
+  /** Seconds one connection attempt to Redis may take, and how long `listen()` waits for the first. Default 2. */
+  connectTimeout?: number;
+  /** Longest wait in seconds between reconnection attempts (starting at 50 ms, doubling). Default 2. */
+  maxReconnectDelay?: number;
+  /** Publishes waiting to be written to Redis, at most; one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
+  maxPendingPublishes?: number;
 }
 
 /** Limits and timeouts of plain HTTP requests; each has its default in `crates/runtime/src/config.rs`. */
@@ -302,6 +324,8 @@ export const DEFAULTS = {
   rpcCodecs: ['json', 'msgpack'],
   rpcMaxOutboundStreams: 256,
   rpcMaxSubscriptions: 128,
+  /** `broker.connectTimeout` in seconds, as `BrokerConfig::new` has it: how long `listen()` waits for the broker. */
+  brokerConnectTimeout: 2,
   /** `http.compression.threshold`: `CompressionConfig` in `crates/runtime/src/config.rs` says why. */
   compressThreshold: 1024,
 } as const;
@@ -452,6 +476,29 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   set('maxWorkerQueueBytes', count('maxWorkerQueueBytes', options.maxWorkerQueueBytes));
   out.rpc = nativeRpc(options.rpc ?? {});
   if (options.http) out.http = nativeHttp(options.http);
+  if (options.broker !== undefined) out.broker = nativeBroker(options.broker);
+  return out;
+}
+
+function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker must be an object such as { redis: 'redis://127.0.0.1:6379' }, got ${String(options)}`);
+  }
+  if (typeof options.redis !== 'string' || !/^rediss?:\/\//.test(options.redis)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.redis must be a redis:// URL, got ${JSON.stringify(options.redis)}`);
+  }
+  if (options.prefix !== undefined && typeof options.prefix !== 'string') {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.prefix must be a string, got ${String(options.prefix)}`);
+  }
+  const out: NativeBrokerOptions = { redis: options.redis };
+  const set = <K extends keyof NativeBrokerOptions>(key: K, value: NativeBrokerOptions[K] | undefined) => {
+    if (value !== undefined) out[key] = value;
+  };
+  set('prefix', options.prefix);
+  set('unsubscribeDelayMs', seconds('broker.unsubscribeDelay', options.unsubscribeDelay));
+  set('connectTimeoutMs', seconds('broker.connectTimeout', options.connectTimeout));
+  set('maxReconnectDelayMs', seconds('broker.maxReconnectDelay', options.maxReconnectDelay));
+  set('maxPendingPublishes', count('broker.maxPendingPublishes', options.maxPendingPublishes));
   return out;
 }
 

@@ -3,6 +3,7 @@
  * connection is pinned to; every method is a synchronous native call.
  */
 import { type NativeServerHandle, native } from './native.js';
+import { publishedCount } from './errors.js';
 import { type MessageData, type PublishOptions, type SendStatus, checkCloseCode, toBytes } from './operations.js';
 import type { TlsInfo } from './tls.js';
 
@@ -72,10 +73,14 @@ export class WebSocket<UserData = unknown> {
     return this.native.channelsOf(this.id);
   }
 
-  /** Publish to a channel, excluding this connection (as uWebSockets.js does). */
+  /**
+   * Publish to a channel, excluding this connection (as uWebSockets.js
+   * does). With a `broker`, to every server; throws as `server.publish` does
+   * when the broker cannot take it.
+   */
   publish(channel: string, data: MessageData, options: PublishOptions = {}): number {
     const [bytes, binary] = toBytes(data, options.binary);
-    return native.publish(this.serverId, channel, bytes, binary, options.exclude ?? this.id);
+    return publishedCount(native.publish(this.serverId, channel, bytes, binary, options.exclude ?? this.id));
   }
 
   /**

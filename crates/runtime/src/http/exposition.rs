@@ -14,7 +14,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Every metric of the server, in the order the docs list them.
 pub fn render(stats: &StatsSnapshot, routes: &[RouteSnapshot]) -> String {
     let mut out = String::with_capacity(4096 + routes.len() * 2048);
-    let scalars: [(&str, &str, &str, u64); 13] = [
+    let scalars: [(&str, &str, &str, u64); 14] = [
         ("connections_open", "gauge", "Connections open (WebSocket, protocol and HTTP).", stats.connections_open),
         ("connections_total", "counter", "Connections opened since the server started.", stats.connections_total),
         ("handshakes_rejected_total", "counter", "Upgrades and requests refused before a connection opened (bad request, origin, capacity, upgrade hook).", stats.handshakes_rejected),
@@ -28,6 +28,7 @@ pub fn render(stats: &StatsSnapshot, routes: &[RouteSnapshot]) -> String {
         ("channels", "gauge", "Channels with at least one subscriber.", stats.channels),
         ("subscriptions", "gauge", "Subscriptions over all channels.", stats.subscriptions),
         ("http_requests_received_total", "counter", "HTTP requests read (answered natively or handed to a worker).", stats.http_requests),
+        ("broker_publishes_lost_total", "counter", "Publishes the broker accepted and lost because Redis failed while they were sent.", stats.broker_publishes_lost),
     ];
     for (name, kind, help, value) in scalars {
         header(&mut out, name, kind, help);

@@ -1,0 +1,109 @@
+//! The command connection: every publish of this node, in the order they
+//! were accepted, as pipelined `PUBLISH`es.
+//!
+//! Order: one task, one connection, one queue; Redis runs a connection's
+//! commands in order, so one node's publishes to a channel keep their order,
+//! and Redis's single command stream orders every node's.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use switchboard_runtime::stats::{self, Stats};
+
+use crate::backoff::Backoff;
+use crate::{BrokerConfig, Outgoing, Shared};
+
+/// At most this many publishes go in one pipeline: enough to amortise the
+/// round trip, small enough that one failure loses little.
+const BATCH: usize = 256;
+
+pub(crate) async fn run(
+    client: redis::Client,
+    config: Arc<BrokerConfig>,
+    shared: Arc<Shared>,
+    stats: Arc<Stats>,
+    mut queue: mpsc::Receiver<Outgoing>,
+) {
+    let mut backoff = Backoff::new(config.max_reconnect_delay);
+    // A batch taken from the queue and not yet sent: it waits for the next
+    // connection rather than being lost.
+    let mut batch: Vec<Outgoing> = Vec::new();
+    // Set at `close()`: send what was accepted, then end.
+    let mut closing = false;
+    loop {
+        let epoch = shared.epoch.load(Ordering::Acquire);
+        let connect = client.get_multiplexed_async_connection();
+        let mut connection = match tokio::time::timeout(config.connect_timeout, connect).await {
+            Ok(Ok(connection)) => connection,
+            _ => {
+                shared.publisher_up.store(false, Ordering::Release);
+                tokio::time::sleep(backoff.next_delay()).await;
+                continue;
+            }
+        };
+        shared.publisher_up.store(true, Ordering::Release);
+        backoff.reset();
+        loop {
+            if batch.is_empty() {
+                if !closing {
+                    tokio::select! {
+                        // What is queued goes before the close is heeded.
+                        biased;
+                        next = queue.recv() => match next {
+                            Some(next) => batch.push(next),
+                            None => closing = true, // the broker was dropped
+                        },
+                        _ = shared.close.notified() => closing = true,
+                    }
+                }
+                while batch.len() < BATCH {
+                    match queue.try_recv() {
+                        Ok(next) => batch.push(next),
+                        Err(_) => break,
+                    }
+                }
+                if batch.is_empty() {
+                    // Closing, and everything accepted was sent.
+                    return;
+                }
+            }
+            // Wait until the subscriptions made before these publishes are
+            // confirmed (`Shared::requested`).
+            let needed = batch.iter().map(|o| o.ticket).max().unwrap_or(0);
+            loop {
+                let confirmed = shared.confirmations.notified();
+                if shared.confirmed.load(Ordering::Acquire) >= needed {
+                    break;
+                }
+                confirmed.await;
+            }
+            if shared.epoch.load(Ordering::Acquire) != epoch {
+                // The pub/sub connection was lost or remade since this one
+                // was opened: Redis may have restarted, and a command
+                // connection learns that only by failing a command. Open a
+                // fresh one before sending, so the batch is not lost.
+                break;
+            }
+            let mut pipe = redis::pipe();
+            for outgoing in &batch {
+                pipe.cmd("PUBLISH")
+                    .arg(&outgoing.channel)
+                    .arg(&outgoing.message)
+                    .ignore();
+            }
+            let sent = pipe.query_async::<()>(&mut connection).await;
+            if sent.is_err() {
+                // Whether Redis ran some of them is unknown: resending could
+                // deliver twice, so they are counted as lost
+                // (`brokerPublishesLost` in the server's stats).
+                stats::add(&stats.broker_publishes_lost, batch.len() as u64);
+                batch.clear();
+                shared.publisher_up.store(false, Ordering::Release);
+                break;
+            }
+            batch.clear();
+        }
+    }
+}

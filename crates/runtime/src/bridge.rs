@@ -1,0 +1,61 @@
+//! The seam between a server and a broker that carries its channels to
+//! other nodes (`crates/broker`, Redis). The runtime knows only this trait:
+//! it stays free of the broker's client and of its async runtime, and a
+//! server without a broker pays one `Option` check per publish.
+//!
+//! The contract, in one place:
+//! - `publish` is called instead of the local fan-out: the broker takes the
+//!   message (or refuses it at once) and, once the message comes back from
+//!   the broker, hands it to [`crate::Server::deliver`], on every node
+//!   including this one, so all nodes see one order per channel.
+//! - `channels_changed` is called with the registry's write lock held, in
+//!   the order the changes happened, so the broker learns of a channel's
+//!   first local subscriber and its last one in order. It must only record
+//!   them (no I/O, no waiting).
+
+use switchboard_pubsub::ChannelChange;
+
+/// Why a broker refused a publish: reported to the caller, never silent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BridgeError {
+    /// The broker is not connected (`ERR_BROKER_UNAVAILABLE`).
+    Unavailable,
+    /// Too many publishes wait to be sent (`ERR_BROKER_BACKLOG`).
+    Backlog,
+}
+
+impl BridgeError {
+    /// The stable code JavaScript sees.
+    pub fn code(self) -> &'static str {
+        match self {
+            BridgeError::Unavailable => "ERR_BROKER_UNAVAILABLE",
+            BridgeError::Backlog => "ERR_BROKER_BACKLOG",
+        }
+    }
+}
+
+/// A broker carrying this server's channels to other nodes.
+pub trait Bridge: Send + Sync {
+    /// Take a publish to `channel` for every node. `exclude` is a
+    /// connection of this node that must not receive it.
+    fn publish(
+        &self,
+        channel: &str,
+        data: &[u8],
+        binary: bool,
+        exclude: Option<u64>,
+    ) -> Result<(), BridgeError>;
+
+    /// Channels got their first local subscriber or lost their last one.
+    /// Called under the registry's write lock: record, do not wait.
+    fn channels_changed(&self, changes: Vec<ChannelChange>);
+
+    /// Wait up to `timeout` until publishes are accepted (connected and
+    /// subscribed); whether they are. Blocks: called off the JavaScript
+    /// thread, once, when the server starts listening.
+    fn wait_ready(&self, timeout: std::time::Duration) -> bool;
+
+    /// The server is shutting down: leave the broker (unsubscribe) and
+    /// stop. May block briefly; called off the JavaScript thread.
+    fn shutdown(&self);
+}
