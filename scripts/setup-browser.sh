@@ -12,25 +12,7 @@ if [ -x "$CHROMIUM" ]; then
   exit 0
 fi
 
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO=(sudo -n)
-  else
-    echo "setup-browser: $CHROMIUM is missing and installing it needs root" >&2
-    exit 1
-  fi
-fi
-
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup-browser: $CHROMIUM is missing and there is no apt-get; install Chromium yourself" >&2
-  exit 1
-fi
-
-echo "setup-browser: installing chromium with apt-get" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -q </dev/null
-"${SUDO[@]}" apt-get install -y -q --no-install-recommends chromium </dev/null
+bash "$(dirname "$0")/apt-install.sh" setup-browser "$CHROMIUM" chromium
 
 if [ ! -x "$CHROMIUM" ]; then
   echo "setup-browser: apt-get installed chromium but $CHROMIUM is not there" >&2

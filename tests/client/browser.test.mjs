@@ -6,44 +6,11 @@
 // Needs /usr/bin/chromium (scripts/setup-browser.sh installs it; the test
 // runs it first) and the playwright-core devDependency.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import http from 'node:http';
-import { once } from 'node:events';
-import path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { launchChromium } from '../helpers/chromium.mjs';
+import { IMPORT_MAP, startStaticServer } from './static-server.mjs';
 import { Server } from 'switchboard';
 import { startReferenceServer } from './reference-server.mjs';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-/** Serves the page and the three packages' ES modules. */
-async function startStaticServer(page) {
-  const mounts = {
-    '/client/': path.join(root, 'packages', 'client', 'dist'),
-    '/protocol/': path.join(root, 'packages', 'rpc', 'dist'),
-    '/msgpackr/': path.join(root, 'node_modules', 'msgpackr'),
-  };
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://x');
-    if (url.pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/html' }).end(page);
-      return;
-    }
-    for (const [prefix, dir] of Object.entries(mounts)) {
-      if (!url.pathname.startsWith(prefix)) continue;
-      const file = path.join(dir, url.pathname.slice(prefix.length));
-      if (!file.startsWith(dir) || !existsSync(file)) break;
-      res.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(file));
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return server;
-}
 
 const script = (wsUrl) => `
 import { Client, ConnectionState, connect, openStream, webSocketTransport } from 'switchboard-client';
@@ -78,9 +45,7 @@ window.results = results;
 
 async function runPage(rpc) {
   const page = `<!doctype html><html><head>
-<script type="importmap">${JSON.stringify({
-    imports: { 'switchboard-client': '/client/index.js', 'switchboard-rpc': '/protocol/index.js', msgpackr: '/msgpackr/index.js' },
-  })}</script>
+<script type="importmap">${JSON.stringify(IMPORT_MAP)}</script>
 <script type="module">${script(rpc.url)}</script></head><body></body></html>`;
   const web = await startStaticServer(page);
   const browser = await launchChromium();

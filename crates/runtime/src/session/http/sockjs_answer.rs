@@ -5,7 +5,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use switchboard_proto::http1::{HttpDate, RequestHead};
+use switchboard_proto::http1::{HttpDate, RequestHead, Version};
 use switchboard_proto::sockjs::{CACHE_ONE_YEAR, ONE_YEAR_SECS};
 
 use crate::config::SockJsConfig;
@@ -24,6 +24,18 @@ impl Answer {
             headers: String::new(),
             body: Vec::new(),
         }
+    }
+
+    /// The whole response: status line, headers, body.
+    pub(super) fn framed(&self, keep_alive: bool, version: Version) -> Vec<u8> {
+        super::answers::frame(
+            self.status,
+            self.headers.as_bytes(),
+            &self.body,
+            self.body.len(),
+            keep_alive,
+            version,
+        )
     }
 
     pub(super) fn header(mut self, name: &str, value: &str) -> Self {

@@ -383,14 +383,7 @@ impl Core {
         session.close(&*server, sockjs::CONNECTION_INTERRUPTED, (1006, ""));
         server.sockjs.remove(&session);
         let answer = Answer::new(status).body(sockjs::CONTENT_TYPE_PLAIN, reason);
-        let response = frame(
-            answer.status,
-            answer.headers.as_bytes(),
-            &answer.body,
-            answer.body.len(),
-            keep_alive,
-            version,
-        );
+        let response = answer.framed(keep_alive, version);
         self.respond(machine, response, !keep_alive, now);
     }
 

@@ -17,7 +17,6 @@ use switchboard_proto::sockjs::{
     self, CloseReason, PayloadError, Transport, CONTENT_TYPE_PLAIN, JSONP_SEND_OK,
 };
 
-use super::answers::frame;
 use super::sockjs_answer::Answer;
 use super::{sockjs_rpc, Core, ReadState};
 use crate::errors;
@@ -198,14 +197,7 @@ impl Core {
                         http: machine.connection.id,
                     });
                     let answer = Answer::new(204).sent(send.headers, send.transport);
-                    let response = frame(
-                        answer.status,
-                        answer.headers.as_bytes(),
-                        &answer.body,
-                        answer.body.len(),
-                        send.keep_alive,
-                        send.version,
-                    );
+                    let response = answer.framed(send.keep_alive, send.version);
                     self.await_sockjs_ack(machine, response, !send.keep_alive, now);
                     return;
                 }
@@ -219,14 +211,7 @@ impl Core {
                 Answer::new(failure.status).body(CONTENT_TYPE_PLAIN, failure.reason())
             }
         };
-        let response = frame(
-            answer.status,
-            answer.headers.as_bytes(),
-            &answer.body,
-            answer.body.len(),
-            send.keep_alive,
-            send.version,
-        );
+        let response = answer.framed(send.keep_alive, send.version);
         self.respond(machine, response, !send.keep_alive, now);
     }
 }
