@@ -20,6 +20,19 @@ export declare class RouteTable {
 /** A handle on a native server, usable from any thread. */
 export declare class ServerHandle {
   /**
+   * Resolves with `channel`'s publications after the position
+   * (`sinceEpoch`, `sinceOffset`), or its newest `limit` without one,
+   * and its position now. Rejects with `ERR_HISTORY_UNAVAILABLE` (no
+   * broker, or no history for the channel) or `ERR_BROKER_UNAVAILABLE`.
+   */
+  history(channel: string, sinceEpoch: string | undefined | null, sinceOffset: number, limit: number): Promise<HistoryPageJs>
+  /**
+   * `subscriber` was just subscribed to `channel`: queue for it what it
+   * missed after the position, once this node's subscription is in
+   * effect, and resolve with what was done (see `Bridge::recover`).
+   */
+  recover(subscriber: number, channel: string, sinceEpoch: string | undefined | null, sinceOffset: number): Promise<RecoveryJs>
+  /**
    * Create a server (I/O threads start; nothing listens yet).
    *
    * The server belongs to the thread that created it: if that thread's
@@ -114,6 +127,9 @@ export interface BrokerOptions {
   connectTimeoutMs?: number
   maxReconnectDelayMs?: number
   maxPendingPublishes?: number
+  /** Which channels keep a history (first match wins). */
+  history?: Array<HistoryRuleOptions>
+  historyMetaTtlSeconds?: number
 }
 
 /** permessage-deflate options of a route. */
@@ -180,6 +196,27 @@ export interface FileCacheOptions {
 export interface HeaderOptions {
   name: string
   value: string
+}
+
+/** `ServerHandle.history`'s answer. */
+export interface HistoryPageJs {
+  /** The channel's epoch: 16 hex digits. */
+  epoch: string
+  /** Its last offset (0: nothing published in this epoch). */
+  offset: number
+  /** The publications continue `since` exactly. */
+  continuous: boolean
+  publications: Array<StoredJs>
+}
+
+/**
+ * History for the channels matching `channels` (TypeScript checked and
+ * defaulted every field).
+ */
+export interface HistoryRuleOptions {
+  channels: string
+  size: number
+  ttlSeconds: number
 }
 
 /**
@@ -261,6 +298,14 @@ export interface HttpRouteStatsJs {
 export interface ListenAddress {
   host: string
   port: number
+}
+
+/** `ServerHandle.recover`'s answer. */
+export interface RecoveryJs {
+  epoch: string
+  offset: number
+  recovered: boolean
+  delivered: number
 }
 
 /**
@@ -420,6 +465,13 @@ export interface StatsJs {
   workers: Array<WorkerStatsJs>
   /** HTTP responses by route label, those that counted one. */
   http: Array<HttpRouteStatsJs>
+}
+
+/** One publication read back from a history. */
+export interface StoredJs {
+  offset: number
+  data: Buffer
+  binary: boolean
 }
 
 /** TLS of a listener (`{ port, tls }` in TypeScript), HTTP or RPC. */

@@ -28,9 +28,15 @@ export async function until(check, what, timeout = 5000) {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A node as a separate process on `redis`; `t.after` ends it. */
-export async function startNode(t, redis, { prefix, unsubscribeDelay = 1 }) {
+export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, history }) {
   const child = fork(fixture, [], {
-    env: { ...process.env, REDIS_URL: redis.url, BROKER_PREFIX: prefix, UNSUBSCRIBE_DELAY: String(unsubscribeDelay) },
+    env: {
+      ...process.env,
+      REDIS_URL: redis.url,
+      BROKER_PREFIX: prefix,
+      UNSUBSCRIBE_DELAY: String(unsubscribeDelay),
+      ...(history ? { HISTORY: JSON.stringify(history) } : {}),
+    },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   t.after(() => child.kill('SIGKILL'));

@@ -27,6 +27,25 @@ pub struct BrokerConfig {
     /// publish fails with `ERR_BROKER_BACKLOG`. Default 65,536 (the queue
     /// holds the encoded messages: 64 Ki messages of 1 KiB are 64 MiB).
     pub max_pending_publishes: usize,
+    /// Which channels keep a history, first match wins (empty: none).
+    pub history: Vec<HistoryRule>,
+    /// How long a channel's epoch and offset outlive its last publication.
+    /// Default 7 days: far longer than any history, so a client coming
+    /// back after its history expired learns that exactly (same epoch,
+    /// offsets trimmed) instead of seeing a new epoch.
+    pub history_meta_ttl: Duration,
+}
+
+/// History for the channels whose name matches `pattern`.
+#[derive(Clone, Debug)]
+pub struct HistoryRule {
+    /// A channel name, or a pattern with `*` standing for any run of
+    /// characters (`chat.*`, `*`).
+    pub pattern: String,
+    /// The publications kept, at most.
+    pub size: usize,
+    /// How long the history outlives its last publication.
+    pub ttl: Duration,
 }
 
 impl BrokerConfig {
@@ -39,7 +58,32 @@ impl BrokerConfig {
             connect_timeout: Duration::from_secs(2),
             max_reconnect_delay: Duration::from_secs(2),
             max_pending_publishes: 65_536,
+            history: Vec::new(),
+            history_meta_ttl: Duration::from_secs(7 * 24 * 3600),
         }
+    }
+
+    /// The history rule of `channel`, if it keeps one.
+    pub(crate) fn history_of(&self, channel: &str) -> Option<&HistoryRule> {
+        self.history
+            .iter()
+            .find(|r| glob_matches(&r.pattern, channel))
+    }
+
+    /// The keys of `channel`'s history: its stream and its meta hash
+    /// (epoch and last offset). Both carry the hash tag `{<channel>}`, so a
+    /// cluster keeps them in one slot and one script can touch both.
+    pub(crate) fn history_keys(&self, channel: &str) -> [Vec<u8>; 2] {
+        let key = |suffix: &str| {
+            let mut key = Vec::with_capacity(self.prefix.len() + channel.len() + 12);
+            key.extend_from_slice(self.prefix.as_bytes());
+            key.push(b'{');
+            key.extend_from_slice(channel.as_bytes());
+            key.push(b'}');
+            key.extend_from_slice(suffix.as_bytes());
+            key
+        };
+        [key(":history"), key(":meta")]
     }
 
     /// The Redis channel that carries `channel`.
@@ -54,5 +98,58 @@ impl BrokerConfig {
     pub(crate) fn channel_of<'a>(&self, redis_channel: &'a [u8]) -> Option<&'a str> {
         let name = redis_channel.strip_prefix(self.prefix.as_bytes())?;
         std::str::from_utf8(name).ok()
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` stands for any run of
+/// characters (none included) and everything else for itself.
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    // No `*`: the whole name.
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let mut parts: Vec<&str> = parts.collect();
+    let Some(last) = parts.pop() else {
+        return rest.is_empty();
+    };
+    for middle in parts {
+        match rest.find(middle) {
+            Some(at) => rest = &rest[at + middle.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_matches("chat", "chat"));
+        assert!(!glob_matches("chat", "chats"));
+        assert!(glob_matches("*", ""));
+        assert!(glob_matches("*", "anything"));
+        assert!(glob_matches("chat.*", "chat.lobby"));
+        assert!(glob_matches("chat.*", "chat."));
+        assert!(!glob_matches("chat.*", "chat"));
+        assert!(glob_matches("*.prices", "eu.prices"));
+        assert!(!glob_matches("*.prices", "eu.prices.x"));
+        assert!(glob_matches("a*b*c", "abc"));
+        assert!(glob_matches("a*b*c", "a-b-b-c"));
+        assert!(!glob_matches("a*b*c", "a-c-b"));
+        // The suffix may not reuse what the prefix took.
+        assert!(!glob_matches("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn history_keys_share_a_hash_tag() {
+        let config = BrokerConfig::new("redis://x");
+        let [stream, meta] = config.history_keys("room");
+        assert_eq!(stream, b"switchboard:{room}:history");
+        assert_eq!(meta, b"switchboard:{room}:meta");
     }
 }

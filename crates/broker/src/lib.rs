@@ -13,10 +13,11 @@
 //! its readiness loops and knows only the `Bridge` trait. Files: `config`
 //! (options), `wire` (the message format), `publisher` (the `PUBLISH`
 //! connection), `subscriber` (the subscription set and its connection),
-//! `backoff`.
+//! `history` (the scripts, reads, and gap tracking), `backoff`.
 
 mod backoff;
 mod config;
+mod history;
 mod publisher;
 mod subscriber;
 pub mod wire;
@@ -27,10 +28,12 @@ use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 use switchboard_pubsub::ChannelChange;
-use switchboard_runtime::{Bridge, BridgeError, Server};
+use switchboard_runtime::history::{HistoryError, HistoryPage, Recovery, Reply};
+use switchboard_runtime::{Bridge, BridgeError, Position, Server};
 use tokio::sync::mpsc;
 
-pub use config::BrokerConfig;
+pub use config::{BrokerConfig, HistoryRule};
+use history::{Epochs, Reader};
 
 /// What the broker's thread and the callers share.
 #[derive(Default)]
@@ -66,14 +69,37 @@ impl Shared {
             && self.subscriber_up.load(Ordering::Acquire)
             && !self.closing.load(Ordering::Acquire)
     }
+
+    /// Wait until Redis confirmed the subscriptions up to `ticket`.
+    pub(crate) async fn subscribed(&self, ticket: u64) {
+        loop {
+            let confirmed = self.confirmations.notified();
+            if self.confirmed.load(Ordering::Acquire) >= ticket {
+                return;
+            }
+            confirmed.await;
+        }
+    }
 }
 
-/// A publish on its way to Redis: the Redis channel and the encoded message.
+/// A publish on its way to Redis: the Redis channel and the encoded message
+/// (for a channel with history, the payload alone: the script puts the
+/// head and the position in front).
 pub(crate) struct Outgoing {
     pub(crate) channel: Vec<u8>,
     pub(crate) message: Vec<u8>,
+    pub(crate) history: Option<Box<Append>>,
     /// The subscription ticket to wait for (`Shared::requested`).
     pub(crate) ticket: u64,
+}
+
+/// What the history script needs besides the channel and the payload.
+pub(crate) struct Append {
+    pub(crate) keys: [Vec<u8>; 2],
+    pub(crate) head: Vec<u8>,
+    pub(crate) size: usize,
+    pub(crate) ttl: u64,
+    pub(crate) epoch: [u8; 8],
 }
 
 /// What the subscriber task is told.
@@ -92,6 +118,11 @@ pub struct Broker {
     publishes: mpsc::Sender<Outgoing>,
     commands: mpsc::UnboundedSender<Command>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The broker thread's runtime, for the questions that wait on Redis.
+    runtime: tokio::runtime::Handle,
+    reader: Arc<Reader>,
+    epochs: Arc<Epochs>,
+    server: Weak<Server>,
 }
 
 impl Broker {
@@ -114,8 +145,12 @@ impl Broker {
             .build()?;
         let weak: Weak<Server> = Arc::downgrade(server);
         let stats = server.state().stats.clone();
+        let epochs = Arc::new(Epochs::new(random_node_id()?));
+        let reader = Arc::new(Reader::new(client.clone(), config.clone(), epochs.clone()));
+        let handle = runtime.handle().clone();
         let thread = {
-            let (config, shared) = (config.clone(), shared.clone());
+            let (config, shared, reader) = (config.clone(), shared.clone(), reader.clone());
+            let weak = weak.clone();
             std::thread::Builder::new()
                 .name("switchboard-broker".into())
                 .spawn(move || {
@@ -127,8 +162,13 @@ impl Broker {
                             stats,
                             publish_rx,
                         ));
-                        subscriber::run(client, config, shared, node, weak, command_rx, publisher)
-                            .await;
+                        let links = subscriber::Links {
+                            shared,
+                            server: weak,
+                            reader,
+                            publisher,
+                        };
+                        subscriber::run(client, config, node, links, command_rx).await;
                     });
                 })?
         };
@@ -139,6 +179,10 @@ impl Broker {
             publishes,
             commands,
             thread: Mutex::new(Some(thread)),
+            runtime: handle,
+            reader,
+            epochs,
+            server: weak,
         });
         server.attach_bridge(broker.clone());
         Ok(broker)
@@ -161,9 +205,23 @@ impl Bridge for Broker {
         if !self.shared.available() {
             return Err(BridgeError::Unavailable);
         }
+        let history = self.config.history_of(channel).map(|rule| {
+            Box::new(Append {
+                keys: self.config.history_keys(channel),
+                head: wire::head(self.node, binary, exclude, true),
+                size: rule.size,
+                ttl: rule.ttl.as_secs().max(1),
+                epoch: self.epochs.offer(),
+            })
+        });
+        let message = match history {
+            Some(_) => data.to_vec(),
+            None => wire::encode(self.node, binary, exclude, data),
+        };
         let outgoing = Outgoing {
             channel: self.config.redis_channel(channel),
-            message: wire::encode(self.node, binary, exclude, data),
+            message,
+            history,
             ticket: self.shared.requested.load(Ordering::Acquire),
         };
         self.publishes.try_send(outgoing).map_err(|e| match e {
@@ -212,6 +270,93 @@ impl Bridge for Broker {
         self.shared.close.notify_one();
         let _ = self.commands.send(Command::Shutdown);
         let _ = thread.join();
+    }
+
+    fn history(
+        &self,
+        channel: &str,
+        since: Option<Position>,
+        limit: usize,
+        reply: Reply<HistoryPage>,
+    ) {
+        if self.config.history_of(channel).is_none() {
+            return reply(Err(HistoryError::NotKept));
+        }
+        let (reader, channel) = (self.reader.clone(), channel.to_owned());
+        self.runtime.spawn(async move {
+            reply(reader.read(&channel, since, limit).await);
+        });
+    }
+
+    fn recover(
+        &self,
+        subscriber: u64,
+        channel: &str,
+        since: Option<Position>,
+        limit: usize,
+        reply: Reply<Recovery>,
+    ) {
+        let Some(rule) = self.config.history_of(channel) else {
+            return reply(Err(HistoryError::NotKept));
+        };
+        // The subscription the caller just made is covered by the ticket
+        // of this moment: once Redis confirmed it, whatever the history
+        // read misses reaches the subscriber live.
+        let ticket = self.shared.requested.load(Ordering::Acquire);
+        let limit = limit.min(rule.size);
+        let (reader, shared, server) = (
+            self.reader.clone(),
+            self.shared.clone(),
+            self.server.clone(),
+        );
+        let (channel, timeout) = (channel.to_owned(), self.config.connect_timeout);
+        self.runtime.spawn(async move {
+            if tokio::time::timeout(timeout, shared.subscribed(ticket))
+                .await
+                .is_err()
+            {
+                return reply(Err(HistoryError::Unavailable));
+            }
+            let Some(since) = since else {
+                // Nothing to recover: the answer is the position to come
+                // back with.
+                let page = reader.read(&channel, None, 1).await;
+                return reply(page.map(|page| Recovery {
+                    top: page.top,
+                    recovered: true,
+                    delivered: 0,
+                }));
+            };
+            let page = match reader.read(&channel, Some(since), limit).await {
+                Ok(page) => page,
+                Err(error) => return reply(Err(error)),
+            };
+            let reached = page.publications.last().map_or(since.offset, |p| p.offset);
+            let recovered = page.continuous && reached >= page.top.offset;
+            let mut delivered = 0;
+            // Only a whole recovery is delivered: a client that could not
+            // recover reloads its state, and older pieces would only
+            // mislead it.
+            if let (true, Some(server)) = (recovered, server.upgrade()) {
+                switchboard_runtime::cork();
+                for publication in &page.publications {
+                    let position = Position {
+                        epoch: page.top.epoch,
+                        offset: publication.offset,
+                    };
+                    let data = &publication.data;
+                    if server.deliver_to(subscriber, &channel, data, publication.binary, position) {
+                        delivered += 1;
+                    }
+                }
+                switchboard_runtime::uncork();
+            }
+            reply(Ok(Recovery {
+                top: page.top,
+                recovered,
+                delivered,
+            }))
+        });
     }
 }
 

@@ -1,5 +1,6 @@
 //! The command connection: every publish of this node, in the order they
-//! were accepted, as pipelined `PUBLISH`es.
+//! were accepted, as pipelined `PUBLISH`es (or, for a channel with
+//! history, calls of the script that appends and publishes).
 //!
 //! Order: one task, one connection, one queue; Redis runs a connection's
 //! commands in order, so one node's publishes to a channel keep their order,
@@ -13,6 +14,7 @@ use tokio::sync::mpsc;
 use switchboard_runtime::stats::{self, Stats};
 
 use crate::backoff::Backoff;
+use crate::history;
 use crate::{BrokerConfig, Outgoing, Shared};
 
 /// At most this many publishes go in one pipeline: enough to amortise the
@@ -34,9 +36,14 @@ pub(crate) async fn run(
     let mut closing = false;
     loop {
         let epoch = shared.epoch.load(Ordering::Acquire);
-        let connect = client.get_multiplexed_async_connection();
+        let connect = async {
+            let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+            load_scripts(&mut connection, &config)
+                .await
+                .then_some(connection)
+        };
         let mut connection = match tokio::time::timeout(config.connect_timeout, connect).await {
-            Ok(Ok(connection)) => connection,
+            Ok(Some(connection)) => connection,
             _ => {
                 shared.publisher_up.store(false, Ordering::Release);
                 tokio::time::sleep(backoff.next_delay()).await;
@@ -72,13 +79,7 @@ pub(crate) async fn run(
             // Wait until the subscriptions made before these publishes are
             // confirmed (`Shared::requested`).
             let needed = batch.iter().map(|o| o.ticket).max().unwrap_or(0);
-            loop {
-                let confirmed = shared.confirmations.notified();
-                if shared.confirmed.load(Ordering::Acquire) >= needed {
-                    break;
-                }
-                confirmed.await;
-            }
+            shared.subscribed(needed).await;
             if shared.epoch.load(Ordering::Acquire) != epoch {
                 // The pub/sub connection was lost or remade since this one
                 // was opened: Redis may have restarted, and a command
@@ -88,10 +89,26 @@ pub(crate) async fn run(
             }
             let mut pipe = redis::pipe();
             for outgoing in &batch {
-                pipe.cmd("PUBLISH")
-                    .arg(&outgoing.channel)
-                    .arg(&outgoing.message)
-                    .ignore();
+                match &outgoing.history {
+                    None => pipe
+                        .cmd("PUBLISH")
+                        .arg(&outgoing.channel)
+                        .arg(&outgoing.message),
+                    Some(append) => pipe
+                        .cmd("EVALSHA")
+                        .arg(history::PUBLISH_SCRIPT.get_hash())
+                        .arg(2)
+                        .arg(&append.keys[0])
+                        .arg(&append.keys[1])
+                        .arg(&outgoing.channel)
+                        .arg(&append.head)
+                        .arg(&outgoing.message)
+                        .arg(append.size)
+                        .arg(append.ttl)
+                        .arg(config.history_meta_ttl.as_secs().max(1))
+                        .arg(&append.epoch[..]),
+                }
+                .ignore();
             }
             let sent = pipe.query_async::<()>(&mut connection).await;
             if sent.is_err() {
@@ -106,4 +123,19 @@ pub(crate) async fn run(
             batch.clear();
         }
     }
+}
+
+/// Load the history script on a new connection, so pipelines can call it
+/// by its hash (a restarted Redis has forgotten it). Only when some
+/// channel keeps a history.
+async fn load_scripts(
+    connection: &mut redis::aio::MultiplexedConnection,
+    config: &BrokerConfig,
+) -> bool {
+    if config.history.is_empty() {
+        return true;
+    }
+    let mut load = redis::cmd("SCRIPT");
+    load.arg("LOAD").arg(history::PUBLISH);
+    load.query_async::<String>(connection).await.is_ok()
 }

@@ -7,7 +7,8 @@
 //! Every change that is waiting when the task wakes goes out in one
 //! `SUBSCRIBE` and one `UNSUBSCRIBE` (in chunks of `CHUNK` names). After
 //! a lost connection, every channel that has local subscribers is
-//! subscribed again on the new one.
+//! subscribed again on the new one, and the channels with history are
+//! brought up to date from it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -17,11 +18,12 @@ use std::time::Duration;
 use futures_util::{FutureExt, StreamExt};
 use redis::aio::PubSubSink;
 use switchboard_pubsub::ChannelChange;
-use switchboard_runtime::Server;
+use switchboard_runtime::{Position, Server};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
+use crate::history::{Admit, Positions, Reader};
 use crate::{wire, BrokerConfig, Command, Shared};
 
 /// Names per SUBSCRIBE or UNSUBSCRIBE: one command stays well under Redis's
@@ -61,18 +63,39 @@ impl Wanted {
     }
 }
 
+/// What the task works with besides its own connection.
+pub(crate) struct Links {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) server: Weak<Server>,
+    /// Reads histories, to fill gaps.
+    pub(crate) reader: Arc<Reader>,
+    /// The publisher, awaited at shutdown.
+    pub(crate) publisher: tokio::task::JoinHandle<()>,
+}
+
 /// The task: connect, subscribe what is wanted, deliver what arrives, keep
 /// the subscriptions in step, and start again when the connection is lost.
 pub(crate) async fn run(
     client: redis::Client,
     config: Arc<BrokerConfig>,
-    shared: Arc<Shared>,
     node: u64,
-    server: Weak<Server>,
+    links: Links,
     mut commands: mpsc::UnboundedReceiver<Command>,
-    publisher: tokio::task::JoinHandle<()>,
 ) {
+    let Links {
+        shared,
+        server,
+        reader,
+        publisher,
+    } = links;
     let mut publisher = Some(publisher);
+    let mut inbound = Inbound {
+        config: config.clone(),
+        node,
+        server,
+        reader,
+        positions: Positions::default(),
+    };
     let mut wanted = Wanted::default();
     // The highest ticket among the changes applied to `wanted`.
     let mut ticket = 0;
@@ -115,6 +138,11 @@ pub(crate) async fn run(
         shared.subscriber_up.store(true, Ordering::Release);
         shared.epoch.fetch_add(1, Ordering::AcqRel);
         backoff.reset();
+        // What was published while this node was away: from the histories.
+        inbound.positions.retain(|c| subscribed.contains(c));
+        if inbound.catch_up().await.is_err() {
+            return;
+        }
         loop {
             let deadline = wanted.next_deadline();
             let due = async {
@@ -126,17 +154,17 @@ pub(crate) async fn run(
             let outcome = tokio::select! {
                 message = stream.next() => match message {
                     Some(message) => {
-                        let Some(server) = server.upgrade() else { return };
                         // Deliver everything already here as one batch: a
                         // connection's messages of the batch leave in one
                         // write, at the uncork.
-                        switchboard_runtime::cork();
-                        deliver(&server, &config, node, &message);
+                        let mut batch = vec![message];
                         while let Some(Some(message)) = stream.next().now_or_never() {
-                            deliver(&server, &config, node, &message);
+                            batch.push(message);
                         }
-                        switchboard_runtime::uncork();
-                        Ok(())
+                        match inbound.deliver(&batch).await {
+                            Ok(()) => Ok(()),
+                            Err(Gone) => return,
+                        }
                     }
                     None => Err(()),
                 },
@@ -162,6 +190,7 @@ pub(crate) async fn run(
                         if synced.is_ok() {
                             confirm(&shared, ticket);
                         }
+                        inbound.positions.retain(|c| subscribed.contains(c));
                         synced
                     }
                     Some(Command::Shutdown) | None => {
@@ -169,7 +198,11 @@ pub(crate) async fn run(
                         return goodbye(&shared, &mut sink, &config, &subscribed, publisher.take()).await;
                     }
                 },
-                _ = due => sync(&mut sink, &config, &mut wanted, &mut subscribed).await,
+                _ = due => {
+                    let synced = sync(&mut sink, &config, &mut wanted, &mut subscribed).await;
+                    inbound.positions.retain(|c| subscribed.contains(c));
+                    synced
+                }
             };
             if outcome.is_err() {
                 break;
@@ -211,17 +244,96 @@ async fn goodbye(
     .await;
 }
 
-/// Hand one message from Redis to the native fan-out.
-fn deliver(server: &Server, config: &BrokerConfig, node: u64, message: &redis::Msg) {
-    let Some(channel) = config.channel_of(message.get_channel_name().as_bytes()) else {
-        return;
-    };
-    let Some(decoded) = wire::decode(message.get_payload_bytes()) else {
-        return;
-    };
-    // The excluded connection is one of the origin's.
-    let exclude = decoded.exclude.filter(|_| decoded.origin == node);
-    server.deliver(channel, decoded.payload, decoded.binary, exclude);
+/// The server went away: the task ends.
+struct Gone;
+
+/// Messages from Redis on their way to the native fan-out, each channel
+/// with history kept in offset order.
+struct Inbound {
+    config: Arc<BrokerConfig>,
+    node: u64,
+    server: Weak<Server>,
+    reader: Arc<Reader>,
+    positions: Positions,
+}
+
+impl Inbound {
+    /// Deliver a batch of messages corked: a connection's messages of the
+    /// batch leave in one write. A gap in a channel's offsets is filled
+    /// from its history first (rare: after a lost connection or a
+    /// dropped message), which holds the batch up for one read.
+    async fn deliver(&mut self, batch: &[redis::Msg]) -> Result<(), Gone> {
+        let server = self.server.upgrade().ok_or(Gone)?;
+        switchboard_runtime::cork();
+        for message in batch {
+            let Some(channel) = self
+                .config
+                .channel_of(message.get_channel_name().as_bytes())
+            else {
+                continue;
+            };
+            let Some(decoded) = wire::decode(message.get_payload_bytes()) else {
+                continue;
+            };
+            if let Some(position) = decoded.position {
+                match self.positions.admit(channel, position) {
+                    Admit::Deliver => {}
+                    Admit::Duplicate => continue,
+                    Admit::Gap { since } => {
+                        let missing = (position.offset - since.offset - 1) as usize;
+                        self.fill(&server, channel, since, missing).await;
+                    }
+                }
+                self.positions.delivered(channel, position);
+            }
+            // The excluded connection is one of the origin's.
+            let exclude = decoded.exclude.filter(|_| decoded.origin == self.node);
+            let (payload, binary) = (decoded.payload, decoded.binary);
+            server.deliver(channel, payload, binary, exclude, decoded.position);
+        }
+        switchboard_runtime::uncork();
+        Ok(())
+    }
+
+    /// Deliver, in order, up to `count` publications of `channel` after
+    /// `since` from its history. If the history cannot be read they are
+    /// skipped: live traffic goes on, and clients still see the gap in the
+    /// offsets (and can recover themselves).
+    async fn fill(&mut self, server: &Server, channel: &str, since: Position, count: usize) {
+        let Ok(page) = self.reader.read(channel, Some(since), count).await else {
+            return;
+        };
+        if page.top.epoch != since.epoch {
+            return;
+        }
+        for publication in page.publications {
+            let position = Position {
+                epoch: since.epoch,
+                offset: publication.offset,
+            };
+            if self.positions.admit(channel, position) != Admit::Deliver {
+                continue;
+            }
+            self.positions.delivered(channel, position);
+            let data = &publication.data;
+            server.deliver(channel, data, publication.binary, None, Some(position));
+        }
+    }
+
+    /// After (re)subscribing: deliver what each history channel received
+    /// while this node was not listening.
+    async fn catch_up(&mut self) -> Result<(), Gone> {
+        let server = self.server.upgrade().ok_or(Gone)?;
+        for (channel, since) in self.positions.all() {
+            let Some(rule) = self.config.history_of(&channel) else {
+                continue;
+            };
+            switchboard_runtime::cork();
+            self.fill(&server, &channel, since, rule.size).await;
+            switchboard_runtime::uncork();
+        }
+        Ok(())
+    }
 }
 
 /// Bring Redis in step with `wanted`: subscribe what is wanted and not

@@ -3,9 +3,12 @@
 //!
 //! ```text
 //! 0      version (1)
-//! 1      flags: bit 0 binary, bit 1 an excluded connection follows
+//! 1      flags: bit 0 binary, bit 1 an excluded connection follows,
+//!        bit 2 a position follows
 //! 2..10  origin node id, u64 little-endian (random per server)
-//! 10..18 excluded connection id, u64 little-endian (only with bit 1)
+//! +8     excluded connection id, u64 little-endian (only with bit 1)
+//! +16    the channel's epoch then the offset, u64 big-endian each (only
+//!        with bit 2; written by the history script, docs/scale-out.md)
 //! ..     payload
 //! ```
 //!
@@ -13,11 +16,14 @@
 //! without the prefix. The excluded connection means something only on the
 //! origin node (`ws.publish` leaves out its sender).
 
+use switchboard_runtime::Position;
+
 /// The only version written; a message of another version is ignored (a
 /// newer node's format), never delivered half-understood.
 pub const VERSION: u8 = 1;
 const BINARY: u8 = 1;
 const EXCLUDE: u8 = 2;
+const POSITIONED: u8 = 4;
 const HEADER: usize = 10;
 
 /// A decoded message, borrowing its payload.
@@ -26,20 +32,32 @@ pub struct Message<'a> {
     pub origin: u64,
     pub binary: bool,
     pub exclude: Option<u64>,
+    pub position: Option<Position>,
     pub payload: &'a [u8],
 }
 
 /// Encode a message: the one copy a payload makes on its way to Redis.
 pub fn encode(origin: u64, binary: bool, exclude: Option<u64>, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + 8 + payload.len());
-    let flags = if binary { BINARY } else { 0 } | if exclude.is_some() { EXCLUDE } else { 0 };
+    let mut out = head(origin, binary, exclude, false);
+    out.reserve(payload.len());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The header of a message whose position the history script appends
+/// (`positioned`), or of any message: the version, flags, origin and
+/// excluded connection.
+pub fn head(origin: u64, binary: bool, exclude: Option<u64>, positioned: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + 8);
+    let flags = if binary { BINARY } else { 0 }
+        | if exclude.is_some() { EXCLUDE } else { 0 }
+        | if positioned { POSITIONED } else { 0 };
     out.push(VERSION);
     out.push(flags);
     out.extend_from_slice(&origin.to_le_bytes());
     if let Some(id) = exclude {
         out.extend_from_slice(&id.to_le_bytes());
     }
-    out.extend_from_slice(payload);
     out
 }
 
@@ -48,7 +66,7 @@ pub fn encode(origin: u64, binary: bool, exclude: Option<u64>, payload: &[u8]) -
 pub fn decode(bytes: &[u8]) -> Option<Message<'_>> {
     let (&version, rest) = bytes.split_first()?;
     let (&flags, rest) = rest.split_first()?;
-    if version != VERSION || flags & !(BINARY | EXCLUDE) != 0 {
+    if version != VERSION || flags & !(BINARY | EXCLUDE | POSITIONED) != 0 {
         return None;
     }
     let (origin, rest) = u64_of(rest)?;
@@ -58,10 +76,22 @@ pub fn decode(bytes: &[u8]) -> Option<Message<'_>> {
     } else {
         (None, rest)
     };
+    let (position, payload) = if flags & POSITIONED != 0 {
+        let (epoch, rest) = rest.split_first_chunk::<8>()?;
+        let (offset, rest) = rest.split_first_chunk::<8>()?;
+        let position = Position {
+            epoch: u64::from_be_bytes(*epoch),
+            offset: u64::from_be_bytes(*offset),
+        };
+        (Some(position), rest)
+    } else {
+        (None, payload)
+    };
     Some(Message {
         origin,
         binary: flags & BINARY != 0,
         exclude,
+        position,
         payload,
     })
 }
@@ -89,6 +119,7 @@ mod tests {
                 origin: 7,
                 binary: true,
                 exclude: Some(42),
+                position: None,
                 payload: b"hi"
             }
         );
@@ -100,6 +131,27 @@ mod tests {
     }
 
     #[test]
+    fn positioned_messages_carry_epoch_and_offset() {
+        // As the history script builds it: the head, the epoch as stored,
+        // the offset big-endian, the payload.
+        let mut bytes = head(7, false, None, true);
+        bytes.extend_from_slice(&0xdead_beef_u64.to_be_bytes());
+        bytes.extend_from_slice(&300u64.to_be_bytes());
+        bytes.extend_from_slice(b"hi");
+        let message = decode(&bytes).unwrap();
+        assert_eq!(
+            message.position,
+            Some(Position {
+                epoch: 0xdead_beef,
+                offset: 300
+            })
+        );
+        assert_eq!(message.payload, b"hi");
+        // A position cut short is no message.
+        assert_eq!(decode(&bytes[..bytes.len() - 5]), None);
+    }
+
+    #[test]
     fn refuses_what_it_does_not_understand() {
         assert_eq!(decode(b""), None);
         assert_eq!(decode(b"hello world, plain text"), None);
@@ -107,7 +159,7 @@ mod tests {
         newer[0] = 2;
         assert_eq!(decode(&newer), None);
         let mut unknown_flag = encode(1, false, None, b"x");
-        unknown_flag[1] = 4;
+        unknown_flag[1] = 8;
         assert_eq!(decode(&unknown_flag), None);
         // Says an excluded id follows, but the bytes end.
         assert_eq!(decode(&[1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1]), None);

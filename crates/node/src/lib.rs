@@ -6,6 +6,7 @@
 //! same server by id. The shared library is loaded once per process, so the
 //! registry below is shared by all threads.
 
+mod history;
 mod hot;
 mod options;
 mod raw;

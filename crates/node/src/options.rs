@@ -184,6 +184,18 @@ pub struct BrokerOptions {
     pub connect_timeout_ms: Option<u32>,
     pub max_reconnect_delay_ms: Option<u32>,
     pub max_pending_publishes: Option<u32>,
+    /// Which channels keep a history (first match wins).
+    pub history: Option<Vec<HistoryRuleOptions>>,
+    pub history_meta_ttl_seconds: Option<u32>,
+}
+
+/// History for the channels matching `channels` (TypeScript checked and
+/// defaulted every field).
+#[napi(object)]
+pub struct HistoryRuleOptions {
+    pub channels: String,
+    pub size: u32,
+    pub ttl_seconds: u32,
 }
 
 /// The broker's config from its options.
@@ -204,6 +216,19 @@ pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig
     }
     if let Some(v) = options.max_pending_publishes {
         config.max_pending_publishes = v as usize;
+    }
+    if let Some(rules) = options.history {
+        config.history = rules
+            .into_iter()
+            .map(|rule| switchboard_broker::HistoryRule {
+                pattern: rule.channels,
+                size: rule.size.max(1) as usize,
+                ttl: Duration::from_secs(u64::from(rule.ttl_seconds.max(1))),
+            })
+            .collect();
+    }
+    if let Some(v) = options.history_meta_ttl_seconds {
+        config.history_meta_ttl = Duration::from_secs(u64::from(v.max(1)));
     }
     config
 }

@@ -12,8 +12,13 @@
 //!   the order the changes happened, so the broker learns of a channel's
 //!   first local subscriber and its last one in order. It must only record
 //!   them (no I/O, no waiting).
+//! - `history` and `recover` are the questions that wait on the broker:
+//!   they return at once and answer through their `Reply`, on the broker's
+//!   thread (the binding turns that into a JavaScript promise).
 
 use switchboard_pubsub::ChannelChange;
+
+use crate::history::{HistoryPage, Position, Recovery, Reply};
 
 /// Why a broker refused a publish: reported to the caller, never silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,4 +63,28 @@ pub trait Bridge: Send + Sync {
     /// The server is shutting down: leave the broker (unsubscribe) and
     /// stop. May block briefly; called off the JavaScript thread.
     fn shutdown(&self);
+
+    /// Read `channel`'s history after `since` (from its oldest kept
+    /// publication without it), at most `limit` publications.
+    fn history(
+        &self,
+        channel: &str,
+        since: Option<Position>,
+        limit: usize,
+        reply: Reply<HistoryPage>,
+    );
+
+    /// `subscriber` was just subscribed to `channel` on this node: once
+    /// this node's subscription is in effect in the broker, queue for it
+    /// what it missed after `since` (at most `limit` publications, through
+    /// [`crate::Server::deliver_to`]), then reply. Live publications reach
+    /// it meanwhile; a client merges the two by offset.
+    fn recover(
+        &self,
+        subscriber: u64,
+        channel: &str,
+        since: Option<Position>,
+        limit: usize,
+        reply: Reply<Recovery>,
+    );
 }

@@ -19,6 +19,7 @@ use crate::bridge::{Bridge, BridgeError};
 
 use crate::connection::{Connection, ConnectionKind};
 use crate::framing;
+use crate::history::Position;
 use crate::outbound::SendStatus;
 use crate::server::Server;
 use crate::state::Outcomes;
@@ -33,6 +34,9 @@ struct Framings<'a> {
     binary: bool,
     /// The action of the protocol message: the channel published to.
     channel: Option<&'a str>,
+    /// The publication's place in its channel's history, carried to
+    /// protocol recipients as the MESSAGE's explicit UUID.
+    position: Option<[u8; 16]>,
     websocket: Option<Bytes>,
     /// For protocol recipients: `None` until built, then the frame (or
     /// `None` when the publish named no channel a protocol message can
@@ -50,12 +54,19 @@ struct Framings<'a> {
 impl<'a> Framings<'a> {
     /// `channel`: the channel published to; a publish without one (or with
     /// a name that is not 1..255 bytes) cannot reach protocol connections.
-    fn new(prefix: Bytes, data: &'a [u8], binary: bool, channel: Option<&'a str>) -> Self {
+    fn new(
+        prefix: Bytes,
+        data: &'a [u8],
+        binary: bool,
+        channel: Option<&'a str>,
+        position: Option<Position>,
+    ) -> Self {
         Self {
             prefix,
             data,
             binary,
             channel: channel.filter(|c| (1..=255).contains(&c.len())),
+            position: position.map(Position::to_uuid),
             websocket: None,
             rpc_stream: None,
             rpc_websocket: None,
@@ -122,8 +133,9 @@ impl<'a> Framings<'a> {
         if self.rpc_stream.is_none() {
             let frame = self.channel.map(|action| {
                 let len = self.prefix.len() + self.data.len();
-                let mut frame = Vec::with_capacity(16 + action.len() + len);
-                rpc::encode_message_header(0, false, action, len, &mut frame);
+                let mut frame = Vec::with_capacity(32 + action.len() + len);
+                let uuid = self.position.as_ref();
+                rpc::encode_message_header(0, false, uuid, action, len, &mut frame);
                 frame.extend_from_slice(&self.prefix);
                 frame.extend_from_slice(self.data);
                 Bytes::from(frame)
@@ -186,14 +198,38 @@ impl Server {
                 bridge.publish(channel, data, binary, exclude)?;
                 Ok(self.local_recipients(channel, exclude))
             }
-            None => Ok(self.deliver(channel, data, binary, exclude)),
+            None => Ok(self.deliver(channel, data, binary, exclude, None)),
         }
     }
 
     /// Fan a publish to `channel` out to this node's subscribers: a local
-    /// publish, or one that came back from the broker.
-    pub fn deliver(&self, channel: &str, data: &[u8], binary: bool, exclude: Option<u64>) -> usize {
-        self.publish_to(&[PublishTarget::Channel(channel)], data, binary, exclude)
+    /// publish, or one that came back from the broker (with its place in
+    /// the channel's history when the channel keeps one).
+    pub fn deliver(
+        &self,
+        channel: &str,
+        data: &[u8],
+        binary: bool,
+        exclude: Option<u64>,
+        position: Option<Position>,
+    ) -> usize {
+        let targets = [Target::Channel(channel)];
+        self.fan_out(&targets, Some(channel), data, binary, exclude, position)
+    }
+
+    /// Queue one publication of `channel`, read back from its history, for
+    /// one subscriber (a connection recovering what it missed), framed as
+    /// the live ones are.
+    pub fn deliver_to(
+        &self,
+        subscriber: SubscriberId,
+        channel: &str,
+        data: &[u8],
+        binary: bool,
+        position: Position,
+    ) -> bool {
+        let targets = [Target::Subscriber(subscriber)];
+        self.fan_out(&targets, Some(channel), data, binary, None, Some(position)) > 0
     }
 
     /// Attach the broker that carries this server's channels to other
@@ -250,7 +286,6 @@ impl Server {
         binary: bool,
         exclude: Option<u64>,
     ) -> usize {
-        let state = &self.state;
         let targets: Vec<Target<'_>> = targets
             .iter()
             .map(|t| match t {
@@ -262,7 +297,23 @@ impl Server {
             Target::Channel(name) => Some(*name),
             Target::Subscriber(_) => None,
         });
-        let mut untagged = Framings::new(Bytes::new(), data, binary, channel);
+        self.fan_out(&targets, channel, data, binary, exclude, None)
+    }
+
+    /// Queue a message for every recipient of `targets`, each once.
+    /// `channel` names the protocol MESSAGE's action (none: protocol
+    /// connections cannot take it).
+    fn fan_out(
+        &self,
+        targets: &[Target<'_>],
+        channel: Option<&str>,
+        data: &[u8],
+        binary: bool,
+        exclude: Option<u64>,
+        position: Option<Position>,
+    ) -> usize {
+        let state = &self.state;
+        let mut untagged = Framings::new(Bytes::new(), data, binary, channel, position);
         let registry = state.registry.read();
         let connections = state.connections.read();
         // Tagged recipients are rare; frame each distinct tag once.
@@ -272,7 +323,7 @@ impl Server {
         // when no such connection is open, and that is no recipient.
         let mut recipients = 0;
         let mut outcomes = Outcomes::default();
-        registry.for_each_recipient(&targets, exclude, |conn, tag| {
+        registry.for_each_recipient(targets, exclude, |conn, tag| {
             let Some(connection) = connections.get(&conn) else {
                 return;
             };
@@ -282,7 +333,13 @@ impl Server {
                     let index = match tagged.iter().position(|f| f.prefix == tag) {
                         Some(i) => i,
                         None => {
-                            tagged.push(Framings::new(tag.clone(), data, binary, channel));
+                            tagged.push(Framings::new(
+                                tag.clone(),
+                                data,
+                                binary,
+                                channel,
+                                position,
+                            ));
                             tagged.len() - 1
                         }
                     };

@@ -30,6 +30,7 @@ pub mod fd_limit;
 mod fd_write;
 pub mod framing;
 mod handshake;
+pub mod history;
 mod hook;
 pub mod http;
 mod opening;
@@ -52,6 +53,7 @@ pub use config::{
     SockJsConfig, StaticDirConfig, StaticRoute,
 };
 pub use connection::{cork, uncork, ConnectionKind};
+pub use history::Position;
 pub use outbound::SendStatus;
 pub use server::Server;
 pub use state::UpgradeDecision;

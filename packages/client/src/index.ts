@@ -88,6 +88,7 @@ export type {
   ReadableStreamLike,
   ReplyOptions,
   RpcResponse,
+  StreamPosition,
   StreamSource,
   WrapOptions,
 } from 'switchboard-rpc';

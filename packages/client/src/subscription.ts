@@ -6,8 +6,8 @@
  * (`subscriptions.ts` counts them); each has its own buffer and callback.
  */
 
-import type { IncomingCall } from 'switchboard-rpc';
-import { RpcError, RpcErrorCode } from 'switchboard-rpc';
+import type { IncomingCall, StreamPosition } from 'switchboard-rpc';
+import { RpcError, RpcErrorCode, positionOf } from 'switchboard-rpc';
 import { Emitter } from './emitter.js';
 
 export const SubscriptionState = {
@@ -35,8 +35,14 @@ export interface Publication<T = unknown> {
   readonly value: T;
   /** The payload as received. */
   readonly bytes: Uint8Array;
-  /** Its UUID (docs/protocol.md §6; each recipient's is its own). */
+  /** Its UUID (docs/protocol.md §6; each recipient's is its own, unless the publication has a position). */
   readonly uuid: string;
+  /**
+   * Its place in the channel's history, when the channel keeps one on the
+   * server (docs/protocol.md §10): the same for every recipient, on every
+   * server, and what `recover` resumes from. Null otherwise.
+   */
+  readonly position: StreamPosition | null;
 }
 
 /**
@@ -82,6 +88,14 @@ export interface SubscriptionEvents {
 
 export interface SubscribeOptions {
   /**
+   * After a reconnect, ask the server for what was published meanwhile
+   * (`$sb.recover`, docs/protocol.md §10): on a channel with history, the
+   * missed publications arrive in order before the live ones, each once,
+   * and no `gap` is reported; a `gap` is reported only when they are no
+   * longer all there (or the channel keeps no history). Default false.
+   */
+  recover?: boolean;
+  /**
    * Publications the iterator holds for a consumer that is behind (default
    * 1024). Past it the oldest is dropped and a `gap` event (`overflow`)
    * says how many, when the consumer takes the next one. A burst a page
@@ -98,6 +112,8 @@ export type PublicationCallback<T> = (value: T, publication: Publication<T>) => 
 /** A subscription as the client's bookkeeping (`subscriptions.ts`) sees it, whatever its value type. */
 export interface SubscriptionMember {
   readonly channel: string;
+  /** Asked for `recover`. */
+  readonly recover: boolean;
   readonly state: SubscriptionState;
   setState(state: SubscriptionState): void;
   receive(call: IncomingCall, shared: Publication<unknown>): void;
@@ -135,6 +151,11 @@ export class ReceivedPublication<T> implements Publication<T> {
 
   get uuid(): string {
     return this.call.uuid;
+  }
+
+  get position(): StreamPosition | null {
+    const explicit = this.call.explicitUuid;
+    return explicit === null ? null : positionOf(explicit);
   }
 
   get value(): T {
@@ -181,6 +202,8 @@ export class Subscription<T = unknown> extends Emitter<SubscriptionEvents> imple
   private dropped = 0;
   private droppedFrom = 0;
   private droppedUntil = 0;
+  /** @internal Asked for `recover` (see `SubscribeOptions`). */
+  readonly recover: boolean;
 
   /** @internal Made by `client.subscribe()`. */
   constructor(
@@ -196,6 +219,7 @@ export class Subscription<T = unknown> extends Emitter<SubscriptionEvents> imple
     const max = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     if (!(Number.isInteger(max) && max >= 1)) throw new RangeError(`maxBuffered must be an integer >= 1, got ${String(max)}`);
     this.maxBuffered = max;
+    this.recover = options.recover === true;
     this.ready = new Promise<void>((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;

@@ -14,8 +14,17 @@
  * subscriptions that had been confirmed report the gap.
  */
 
-import type { IncomingCall, Peer } from 'switchboard-rpc';
-import { BuiltinAction, RpcError, RpcErrorCode, channelPayload } from 'switchboard-rpc';
+import type { IncomingCall, Peer, StreamPosition } from 'switchboard-rpc';
+import {
+  BuiltinAction,
+  RecoverStatus,
+  RpcError,
+  RpcErrorCode,
+  channelPayload,
+  parseRecoverAnswer,
+  positionOf,
+  recoverPayload,
+} from 'switchboard-rpc';
 import type { GapEvent, SubscriptionMember } from './subscription.js';
 import { ReceivedPublication, SubscriptionState } from './subscription.js';
 
@@ -39,6 +48,12 @@ interface Entry {
   /** When the connection holding a confirmed subscription was lost (`Date.now()`), until it is confirmed again. */
   lostAt: number | null;
   lostCode: string | null;
+  /** Some subscription asked for `recover`: the channel is subscribed with `$sb.recover`. */
+  recover: boolean;
+  /** The position of the last publication handed to the subscriptions (channels with history). */
+  position: StreamPosition | null;
+  /** While a `$sb.recover` is in flight: the publications arriving meanwhile, merged by offset with the answer. */
+  pending: IncomingCall[] | null;
 }
 
 /**
@@ -72,10 +87,21 @@ export class Subscriptions {
   add(member: Member): void {
     let entry = this.entries.get(member.channel);
     if (entry === undefined) {
-      entry = { channel: member.channel, members: new Set(), heldIn: 0, busy: false, lostAt: null, lostCode: null };
+      entry = {
+        channel: member.channel,
+        members: new Set(),
+        heldIn: 0,
+        busy: false,
+        lostAt: null,
+        lostCode: null,
+        recover: false,
+        position: null,
+        pending: null,
+      };
       this.entries.set(member.channel, entry);
     }
     entry.members.add(member);
+    if (member.recover) entry.recover = true;
     // Joining a subscription the server holds already: nothing to ask.
     if (this.holds(entry)) member.setState(SubscriptionState.Subscribed);
     this.sync(entry);
@@ -99,9 +125,27 @@ export class Subscriptions {
     const entry = this.entries.get(call.action);
     if (entry === undefined) return false;
     if (entry.members.size === 0) return true;
+    if (entry.pending !== null) {
+      entry.pending.push(call);
+      return true;
+    }
+    this.handOut(entry, call);
+    return true;
+  }
+
+  /**
+   * Give a publication to the channel's subscriptions, unless its position
+   * shows it was handed out already (a recovered one that also came live).
+   */
+  private handOut(entry: Entry, call: IncomingCall): void {
+    const position = call.explicitUuid === null ? null : positionOf(call.explicitUuid);
+    if (position !== null) {
+      const last = entry.position;
+      if (last !== null && last.epoch === position.epoch && position.offset <= last.offset) return;
+      entry.position = position;
+    }
     const shared = new ReceivedPublication<unknown>(call, null);
     for (const member of [...entry.members]) member.receive(call, shared);
-    return true;
   }
 
   /** A connection opened: subscribe every wanted channel on it. */
@@ -122,6 +166,9 @@ export class Subscriptions {
         if (!entry.busy) this.entries.delete(entry.channel);
         continue;
       }
+      // Publications held for a recovery that will not answer: the next
+      // recovery asks for them again (the position did not move past them).
+      entry.pending = null;
       let confirmed = false;
       for (const member of entry.members) {
         if (member.state !== SubscriptionState.Subscribed && member.state !== SubscriptionState.Resubscribing) continue;
@@ -164,36 +211,64 @@ export class Subscriptions {
     entry.busy = true;
     // No timeout: the server's hook answers, and a dead connection is the
     // heartbeat's to find. The payload is the name's bytes, whatever the codec.
-    const action = wanted ? BuiltinAction.Subscribe : BuiltinAction.Unsubscribe;
+    const recovering = wanted && entry.recover;
+    const action = recovering ? BuiltinAction.Recover : wanted ? BuiltinAction.Subscribe : BuiltinAction.Unsubscribe;
+    const payload = recovering ? recoverPayload(entry.channel, entry.position) : channelPayload(entry.channel);
+    if (recovering) entry.pending = [];
     let answer: Promise<unknown>;
     try {
-      answer = peer.call(action, channelPayload(entry.channel), { raw: true, timeoutMs: 0 });
+      answer = peer.call(action, payload, { raw: true, timeoutMs: 0 });
     } catch (error) {
       answer = Promise.reject(error); // settled below like any failed call
     }
     answer.then(
-      () => {
+      (value: unknown) => {
         entry.busy = false;
-        if (period === this.period) this.answered(entry, wanted, period);
+        if (period === this.period) this.answered(entry, wanted, period, recovering ? (value as Uint8Array) : null);
         this.sync(entry);
       },
       (error: unknown) => {
         entry.busy = false;
-        if (period === this.period && wanted && !isConnectionLoss(error)) this.refused(entry, error);
+        if (period === this.period) {
+          this.flushPending(entry);
+          if (wanted && !isConnectionLoss(error)) this.refused(entry, error);
+        }
         this.sync(entry);
       },
     );
   }
 
-  private answered(entry: Entry, subscribed: boolean, period: number): void {
+  /** Hand out what arrived during a recovery, in offset order (arrival order for publications without a position). */
+  private flushPending(entry: Entry): void {
+    const pending = entry.pending;
+    entry.pending = null;
+    if (pending === null) return;
+    const offset = (call: IncomingCall): number => (call.explicitUuid === null ? 0 : (positionOf(call.explicitUuid)?.offset ?? 0));
+    if (pending.every((call) => call.explicitUuid !== null)) pending.sort((a, b) => offset(a) - offset(b));
+    for (const call of pending) if (entry.members.size > 0) this.handOut(entry, call);
+  }
+
+  /** `recoverAnswer`: the `$sb.recover` answer's bytes, or null for a plain subscription's END. */
+  private answered(entry: Entry, subscribed: boolean, period: number, recoverAnswer: Uint8Array | null): void {
     if (!subscribed) {
       entry.heldIn = 0;
       return;
     }
     entry.heldIn = period;
+    let recovered = false;
+    if (recoverAnswer !== null) {
+      const { status, position } = parseRecoverAnswer(recoverAnswer);
+      recovered = status === RecoverStatus.Recovered;
+      // Not recovered: the missed ones are not coming; what arrived live
+      // since the subscription is handed out as it is.
+      if (status !== RecoverStatus.Recovered) entry.position = null;
+      this.flushPending(entry);
+      const last = entry.position;
+      if (position !== null && (last === null || last.epoch !== position.epoch || last.offset < position.offset)) entry.position = position;
+    }
     const lostAt = entry.lostAt;
     const gap: GapEvent | null =
-      lostAt === null
+      lostAt === null || recovered
         ? null
         : { channel: entry.channel, reason: 'reconnect', missedFrom: lostAt, missedUntil: Date.now(), dropped: null, code: entry.lostCode };
     entry.lostAt = null;

@@ -23,6 +23,12 @@ export const BuiltinAction = {
   Subscribe: '$sb.subscribe',
   /** End this connection's subscription to a channel; END (also when there was none). */
   Unsubscribe: '$sb.unsubscribe',
+  /**
+   * Subscribe, and recover what was missed since a position: the missed
+   * publications come first, then a RESPONSE with the outcome
+   * (`recoverPayload`, `parseRecoverAnswer`).
+   */
+  Recover: '$sb.recover',
 } as const;
 export type BuiltinAction = (typeof BuiltinAction)[keyof typeof BuiltinAction];
 
@@ -75,4 +81,85 @@ export function channelOfPayload(payload: Uint8Array): string {
   }
   checkChannel(channel);
   return channel;
+}
+
+/** Where a publication sits in its channel's history (docs/protocol.md §10). */
+export interface StreamPosition {
+  /** The channel's epoch: 16 lowercase hex digits. */
+  epoch: string;
+  /** 1 for the first publication of the epoch, then contiguous. */
+  offset: number;
+}
+
+/** The outcome of `$sb.recover`, the first byte of its answer. */
+export const RecoverStatus = {
+  /** The channel keeps no history here: a plain subscription. */
+  NoHistory: 0,
+  /** Everything after the position asked for came before the answer (or no position was asked for). */
+  Recovered: 1,
+  /** What was published after the position is no longer all there: nothing was replayed. */
+  NotRecovered: 2,
+} as const;
+export type RecoverStatus = (typeof RecoverStatus)[keyof typeof RecoverStatus];
+
+const HEX = /^[0-9a-f]{16}$/;
+
+/** A position as 16 bytes: the epoch, then the offset big-endian (a positioned publication's UUID). */
+export function positionBytes(position: StreamPosition): Uint8Array {
+  if (!HEX.test(position.epoch) || !Number.isSafeInteger(position.offset) || position.offset < 0) {
+    throw new RpcError(RpcErrorCode.InvalidArgument, 'a position is { epoch: 16 hex digits, offset: a whole number >= 0 }');
+  }
+  const bytes = new Uint8Array(16);
+  for (let i = 0; i < 8; i++) bytes[i] = Number.parseInt(position.epoch.slice(i * 2, i * 2 + 2), 16);
+  const view = new DataView(bytes.buffer);
+  view.setBigUint64(8, BigInt(position.offset));
+  return bytes;
+}
+
+/** The position in 16 bytes (see `positionBytes`); null for an offset past 2^53 - 1. */
+export function positionOf(bytes: Uint8Array): StreamPosition | null {
+  if (bytes.length !== 16) return null;
+  let epoch = '';
+  for (let i = 0; i < 8; i++) epoch += bytes[i]!.toString(16).padStart(2, '0');
+  const offset = new DataView(bytes.buffer, bytes.byteOffset, 16).getBigUint64(8);
+  return offset > BigInt(Number.MAX_SAFE_INTEGER) ? null : { epoch, offset: Number(offset) };
+}
+
+/** The payload of `$sb.recover`: u8 name length, the name, and the 16-byte position (none for a first subscription). */
+export function recoverPayload(channel: string, since: StreamPosition | null): Uint8Array {
+  const name = encoder.encode(channel);
+  const out = new Uint8Array(1 + name.length + (since === null ? 0 : 16));
+  out[0] = name.length;
+  out.set(name, 1);
+  if (since !== null) out.set(positionBytes(since), 1 + name.length);
+  return out;
+}
+
+/** `recoverPayload` read back; throws `ERR_INVALID_CHANNEL` for a bad name, `ERR_INVALID_ARGUMENT` for a bad layout. */
+export function parseRecoverPayload(payload: Uint8Array): { channel: string; since: StreamPosition | null } {
+  const length = payload[0];
+  if (length === undefined || (payload.length !== 1 + length && payload.length !== 17 + length)) {
+    throw new RpcError(RpcErrorCode.InvalidArgument, '$sb.recover takes a name length, the name, and an optional 16-byte position');
+  }
+  const channel = channelOfPayload(payload.subarray(1, 1 + length));
+  if (payload.length === 1 + length) return { channel, since: null };
+  const since = positionOf(payload.subarray(1 + length));
+  if (since === null) throw new RpcError(RpcErrorCode.InvalidArgument, 'the offset of a position is at most 2^53 - 1');
+  return { channel, since };
+}
+
+/** The answer of `$sb.recover`: the status byte, then the channel's position now when known. */
+export function recoverAnswer(status: RecoverStatus, position: StreamPosition | null): Uint8Array {
+  const out = new Uint8Array(position === null ? 1 : 17);
+  out[0] = status;
+  if (position !== null) out.set(positionBytes(position), 1);
+  return out;
+}
+
+export function parseRecoverAnswer(bytes: Uint8Array): { status: RecoverStatus; position: StreamPosition | null } {
+  const status = bytes[0];
+  if ((status !== 0 && status !== 1 && status !== 2) || (bytes.length !== 1 && bytes.length !== 17)) {
+    throw new RpcError(RpcErrorCode.PayloadDecode, 'a $sb.recover answer is a status byte and an optional 16-byte position');
+  }
+  return { status, position: bytes.length === 17 ? positionOf(bytes.subarray(1)) : null };
 }

@@ -70,7 +70,8 @@ export {
   type HttpRouteStats,
 } from './operations.js';
 export type { MetricsOptions } from './http/metrics.js';
-export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, SockJsOptions, StaticResponse, BrokerOptions } from './options.js';
+export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, SockJsOptions, StaticResponse, BrokerOptions, HistoryOptions } from './options.js';
+export type { HistoryPage, HistoryPublication, HistoryQuery, StreamPosition } from './history.js';
 export type { TrustProxy } from './http/proxy.js';
 export {
   RpcService,

@@ -146,6 +146,30 @@ export interface NativeBrokerOptions {
   connectTimeoutMs?: number;
   maxReconnectDelayMs?: number;
   maxPendingPublishes?: number;
+  history?: NativeHistoryRule[];
+  historyMetaTtlSeconds?: number;
+}
+
+export interface NativeHistoryRule {
+  channels: string;
+  size: number;
+  ttlSeconds: number;
+}
+
+/** `ServerHandle.history`'s answer (`crates/node/src/history.rs`). */
+export interface NativeHistoryPage {
+  epoch: string;
+  offset: number;
+  continuous: boolean;
+  publications: { offset: number; data: Uint8Array; binary: boolean }[];
+}
+
+/** `ServerHandle.recover`'s answer. */
+export interface NativeRecovery {
+  epoch: string;
+  offset: number;
+  recovered: boolean;
+  delivered: number;
 }
 
 export interface NativeWorkerStats {
@@ -233,6 +257,10 @@ export interface NativeServerHandle {
   close(drainTimeoutMs: number): Promise<unknown>;
   /** Settles (with whether the broker accepts publishes) once it does or after `timeoutMs`. */
   brokerReady(timeoutMs: number): Promise<unknown>;
+  /** A channel's history after a position (or its newest `limit`), and its position now. */
+  history(channel: string, sinceEpoch: string | null, sinceOffset: number, limit: number): Promise<NativeHistoryPage>;
+  /** Queue for a subscriber what it missed of a channel after a position, once the subscription is in effect in the broker. */
+  recover(subscriber: number, channel: string, sinceEpoch: string | null, sinceOffset: number): Promise<NativeRecovery>;
 }
 
 /** What `RouteTable.find` answers (`crates/node/src/routes.rs`). */

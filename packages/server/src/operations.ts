@@ -7,6 +7,7 @@
 import { EventEmitter } from 'node:events';
 import { type NativeHttpRouteStats, type NativeServerHandle, type NativeStats, native as nativeModule } from './native.js';
 import { SwitchboardError, liftNativeError, publishedCount } from './errors.js';
+import { type HistoryPage, type HistoryQuery, readHistory } from './history.js';
 
 /** What may be sent: text (a string) or bytes. */
 export type MessageData = string | ArrayBuffer | ArrayBufferView;
@@ -184,6 +185,17 @@ export class Operations extends EventEmitter {
     } catch (error) {
       throw liftNativeError(error);
     }
+  }
+
+  /**
+   * A channel's history, kept in the broker for the channels its
+   * `broker.history` names: the publications after `since` (or the newest
+   * `limit`), oldest first, and the channel's position now. Rejects with
+   * `ERR_HISTORY_UNAVAILABLE` (no broker, or no history for the channel)
+   * or `ERR_BROKER_UNAVAILABLE`.
+   */
+  async history(channel: string, query: HistoryQuery = {}): Promise<HistoryPage> {
+    return readHistory(this.native, channel, query);
   }
 
   /** Start the closing handshake of any connection. */

@@ -4,7 +4,7 @@
  * `crates/runtime/src/config.rs`); `docs/api.md` lists them all.
  */
 import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-rpc';
-import type { NativeBrokerOptions, NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeSockJsOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
+import type { NativeBrokerOptions, NativeHistoryRule, NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeSockJsOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 import type { MetricsOptions } from './http/metrics.js';
 
@@ -225,6 +225,24 @@ export interface BrokerOptions {
   maxReconnectDelay?: number;
   /** Publishes waiting to be written to Redis, at most; one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
   maxPendingPublishes?: number;
+  /**
+   * Which channels keep a history in Redis, so protocol clients can
+   * recover what they missed and the app can read it (`app.history`); the
+   * first rule whose `channels` matches a channel applies. Default none.
+   */
+  history?: HistoryOptions[];
+  /** Seconds a channel's epoch and offset outlive its last publication. Default 7 days: longer than any history, so a client back after its history expired is told exactly that. */
+  historyMetaTtl?: number;
+}
+
+/** History for some channels (docs/scale-out.md, "History and recovery"). */
+export interface HistoryOptions {
+  /** A channel name, or a pattern where `*` stands for any run of characters: `'chat.*'`, `'*'`. */
+  channels: string;
+  /** Publications kept, at most. Default 100. */
+  size?: number;
+  /** Seconds the history outlives the channel's last publication. Default 300. */
+  ttl?: number;
 }
 
 /** Limits and timeouts of plain HTTP requests; each has its default in `crates/runtime/src/config.rs`. */
@@ -499,7 +517,35 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
   set('connectTimeoutMs', seconds('broker.connectTimeout', options.connectTimeout));
   set('maxReconnectDelayMs', seconds('broker.maxReconnectDelay', options.maxReconnectDelay));
   set('maxPendingPublishes', count('broker.maxPendingPublishes', options.maxPendingPublishes));
+  if (options.history !== undefined) out.history = nativeHistory(options.history);
+  set('historyMetaTtlSeconds', wholeSeconds('broker.historyMetaTtl', options.historyMetaTtl));
   return out;
+}
+
+function nativeHistory(rules: HistoryOptions[]): NativeHistoryRule[] {
+  if (!Array.isArray(rules)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.history must be an array such as [{ channels: 'chat.*', size: 100, ttl: 300 }], got ${String(rules)}`);
+  }
+  return rules.map((rule, i) => {
+    const name = `broker.history[${i}]`;
+    if (rule === null || typeof rule !== 'object' || typeof rule.channels !== 'string' || rule.channels === '') {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `${name}.channels must be a channel name or pattern such as 'chat.*'`);
+    }
+    const size = rule.size ?? 100;
+    if (!Number.isInteger(size) || size < 1 || size > 1_000_000) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `${name}.size must be an integer in 1..1000000, got ${String(rule.size)}`);
+    }
+    return { channels: rule.channels, size, ttlSeconds: wholeSeconds(`${name}.ttl`, rule.ttl ?? 300) ?? 300 };
+  });
+}
+
+/** Seconds as a whole number of at least 1 (Redis expiries are whole seconds). */
+function wholeSeconds(name: string, value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !(value >= 1) || value > 0xffff_ffff) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `${name} must be a number of seconds in 1..2^32-1, got ${String(value)}`);
+  }
+  return Math.round(value);
 }
 
 function nativeHttp(options: HttpOptions): NativeHttpOptions {

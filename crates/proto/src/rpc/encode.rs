@@ -286,21 +286,27 @@ pub fn encode_fast_reply(call_id: u64, code: u64, out: &mut Vec<u8>) {
     encode(&Frame::FastReply { call_id, code }, out);
 }
 
-/// Appends a MESSAGE without explicit UUID or attachments, up to and
-/// including its action: the `payload_len` payload bytes must follow.
-/// Panics as [`encode`] does.
+/// Appends a MESSAGE without attachments, up to and including its action:
+/// the `payload_len` payload bytes must follow. A channel's publication
+/// with history carries its position as its explicit `uuid`
+/// (docs/protocol.md §10). Panics as [`encode`] does.
 pub fn encode_message_header(
     call_id: u64,
     expects_reply: bool,
+    uuid: Option<&[u8; 16]>,
     action: &str,
     payload_len: usize,
     out: &mut Vec<u8>,
 ) {
-    let len = int_len(call_id) + 1 + action.len() + payload_len;
-    let bits = a(call_id) | flag(expects_reply, REPLY);
+    let uuid_len = if uuid.is_some() { 16 } else { 0 };
+    let len = int_len(call_id) + uuid_len + 1 + action.len() + payload_len;
+    let bits = a(call_id) | flag(expects_reply, REPLY) | flag(uuid.is_some(), UUID);
     out.reserve(frame_len(len) - payload_len);
     write_header(out, frame_type::MESSAGE, bits, len);
     write_min(out, call_id);
+    if let Some(uuid) = uuid {
+        out.extend_from_slice(uuid);
+    }
     out.push(len_u8(action));
     out.extend_from_slice(action.as_bytes());
 }
@@ -372,7 +378,7 @@ mod tests {
     fn helpers_match_encode() {
         let payload = vec![7u8; 300];
         let mut out = Vec::new();
-        encode_message_header(70_000, false, "ping", payload.len(), &mut out);
+        encode_message_header(70_000, false, None, "ping", payload.len(), &mut out);
         out.extend_from_slice(&payload);
         let message = Frame::Message(Message {
             call_id: 70_000,
@@ -383,6 +389,20 @@ mod tests {
             payload: &payload,
         });
         assert_eq!(out, bytes(&message));
+
+        out.clear();
+        let position = [9u8; 16];
+        encode_message_header(0, false, Some(&position), "prices", payload.len(), &mut out);
+        out.extend_from_slice(&payload);
+        let publication = Frame::Message(Message {
+            call_id: 0,
+            expects_reply: false,
+            uuid: Some(position),
+            attachments: 0,
+            action: "prices",
+            payload: &payload,
+        });
+        assert_eq!(out, bytes(&publication));
 
         out.clear();
         encode_response_header(9, false, payload.len(), &mut out);

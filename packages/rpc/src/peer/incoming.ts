@@ -39,6 +39,8 @@ export interface IncomingCall extends Attachments {
   /** The message's UUID (docs/protocol.md §6): explicit if the caller sent one, else derived. */
   readonly uuid: string;
   readonly uuidBytes: Uint8Array;
+  /** The UUID the sender gave explicitly, or null when it is derived (a positioned publication's position, §10). */
+  readonly explicitUuid: Uint8Array | null;
   /** Fires when the caller cancels (reason: `ERR_CANCELLED`) or the connection closes (`ERR_DISCONNECTED`). */
   readonly signal: AbortSignal;
   /** The caller cancelled, or the connection closed. */
@@ -109,7 +111,7 @@ export class ReceivedCall implements IncomingCall {
   private state: State;
   private controller: AbortController | null = null;
   private abortReason: Error | null = null;
-  private readonly explicitUuid: Uint8Array | null;
+  readonly explicitUuid: Uint8Array | null;
   private uuidCache: Uint8Array | null = null;
 
   constructor(

@@ -24,7 +24,8 @@ import {
 } from 'switchboard-rpc';
 import type { NativeTlsInfo } from '../internal/events.js';
 import { SendStatus } from '../operations.js';
-import { native, type NativeServerHandle } from '../native.js';
+import { native, type NativeRecovery, type NativeServerHandle } from '../native.js';
+import type { StreamPosition } from 'switchboard-rpc';
 import { type TlsInfo, tlsInfo } from '../tls.js';
 import type { RpcCall, RpcService } from './service.js';
 import type { ClientSubscriptions } from './subscriptions.js';
@@ -176,6 +177,15 @@ export class RpcConnection<UserData = unknown> {
    */
   subscribe(channel: string, delta = 1): boolean {
     return this.handle.subscribe([this.id], channel, delta).length > 0;
+  }
+
+  /**
+   * @internal Queue for this connection what it missed of `channel` since
+   * `since` (it is subscribed already), once the subscription is in effect
+   * in the broker (`$sb.recover`).
+   */
+  recover(channel: string, since: StreamPosition | null): Promise<NativeRecovery> {
+    return this.handle.recover(this.id, channel, since?.epoch ?? null, since?.offset ?? 0);
   }
 
   /**

@@ -12,7 +12,16 @@
  * holds one count, and unsubscribing from a channel it never subscribed to
  * does nothing (so a client cannot drive the count of the app's own).
  */
-import { BuiltinAction, RpcError, RpcErrorCode, channelOfPayload } from 'switchboard-rpc';
+import {
+  BuiltinAction,
+  RecoverStatus,
+  RpcError,
+  RpcErrorCode,
+  type StreamPosition,
+  channelOfPayload,
+  parseRecoverPayload,
+  recoverAnswer,
+} from 'switchboard-rpc';
 import type { RpcConnection } from './connection.js';
 import type { RpcCall } from './service.js';
 
@@ -52,16 +61,23 @@ export class ClientSubscriptions {
    * promise resolves (END) once the operation took effect, or rejects with
    * the refusal (ERROR). Throws `ERR_INVALID_CHANNEL` for a bad name.
    */
-  handle(call: RpcCall, hook: SubscribeHook | undefined): Promise<void> | undefined {
+  handle(call: RpcCall, hook: SubscribeHook | undefined): Promise<unknown> | undefined {
     // The protocol's built-ins are calls; a one-way one would leave its
     // refusal with nobody to hear it (and a client could fill the server's
     // handlerError reports with them).
     if (!call.expectsReply) return undefined;
-    const channel = channelOfPayload(call.payload);
-    let operation: () => Promise<void>;
-    if (call.action === BuiltinAction.Subscribe) operation = () => this.subscribe(channel, hook);
-    else if (call.action === BuiltinAction.Unsubscribe) operation = () => this.unsubscribe(channel);
-    else throw new RpcError(RpcErrorCode.NotImplemented, `no built-in action ${JSON.stringify(call.action)}`);
+    let channel: string;
+    let operation: () => Promise<unknown>;
+    if (call.action === BuiltinAction.Recover) {
+      const request = parseRecoverPayload(call.payload);
+      channel = request.channel;
+      operation = () => this.recover(call, request.channel, request.since, hook);
+    } else {
+      channel = channelOfPayload(call.payload);
+      if (call.action === BuiltinAction.Subscribe) operation = () => this.subscribe(channel, hook);
+      else if (call.action === BuiltinAction.Unsubscribe) operation = () => this.unsubscribe(channel);
+      else throw new RpcError(RpcErrorCode.NotImplemented, `no built-in action ${JSON.stringify(call.action)}`);
+    }
     const previous = this.tails.get(channel);
     const result = previous === undefined ? operation() : previous.then(operation);
     const tail = result.then(noop, noop);
@@ -89,6 +105,30 @@ export class ClientSubscriptions {
     if (!this.connection.isOpen) return;
     this.connection.subscribe(channel, 1);
     this.channels.add(channel);
+  }
+
+  /**
+   * `$sb.recover`: subscribe as `$sb.subscribe` does, then have the broker
+   * queue what the client missed since `since` before this answer (the
+   * client merges them with the live publications by offset). The answer
+   * is a RESPONSE, not codec-encoded: the status and the channel's
+   * position now (docs/protocol.md §10).
+   */
+  private async recover(call: RpcCall, channel: string, since: StreamPosition | null, hook: SubscribeHook | undefined): Promise<undefined> {
+    await this.subscribe(channel, hook);
+    let answer: Uint8Array;
+    try {
+      const recovery = await this.connection.recover(channel, since);
+      const status = recovery.recovered ? RecoverStatus.Recovered : RecoverStatus.NotRecovered;
+      answer = recoverAnswer(status, { epoch: recovery.epoch, offset: recovery.offset });
+    } catch (error) {
+      const code = (error as { code?: unknown }).code ?? /^(ERR_[A-Z_]+):/.exec(String((error as Error).message))?.[1];
+      // No history for the channel: a plain subscription. The broker did
+      // not answer: subscribed, but nothing could be recovered.
+      answer = code === 'ERR_HISTORY_UNAVAILABLE' ? recoverAnswer(RecoverStatus.NoHistory, null) : recoverAnswer(RecoverStatus.NotRecovered, null);
+    }
+    call.respondRaw(answer);
+    return undefined;
   }
 
   private async unsubscribe(channel: string): Promise<void> {

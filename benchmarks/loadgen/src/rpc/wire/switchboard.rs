@@ -102,7 +102,7 @@ impl Switchboard {
             Call::Echo => &self.payload,
             Call::Fast => &[],
         };
-        encode_message_header(seq, true, self.action(), payload.len(), out);
+        encode_message_header(seq, true, None, self.action(), payload.len(), out);
         out.extend_from_slice(payload);
     }
 

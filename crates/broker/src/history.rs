@@ -1,0 +1,381 @@
+//! Channel history in Redis (docs/scale-out.md, "History and recovery").
+//!
+//! A channel with history has two keys, both hash-tagged with the channel
+//! so a cluster keeps them in one slot: a stream of its recent messages
+//! (entry id `<offset>-0`, one field `m`: the message as published) and a
+//! meta hash (`e`: the epoch, 8 raw bytes; `o`: the last offset). One Lua
+//! script appends and publishes, so the offset order, the history's order
+//! and the pub/sub order are one order; another reads a page and the
+//! position atomically.
+//!
+//! Also here: what a node remembers of each history channel it is
+//! subscribed to (`Positions`), so that it notices a gap in the offsets
+//! coming from pub/sub and fills it from the history before going on.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use redis::aio::MultiplexedConnection;
+use switchboard_runtime::history::{HistoryError, HistoryPage, Stored};
+use switchboard_runtime::Position;
+
+use crate::{wire, BrokerConfig};
+
+/// Append a message to a channel's history and publish it, as one step.
+///
+/// KEYS: the stream, the meta hash. ARGV: the Redis channel, the message's
+/// head (`wire::head` with the position bit), the payload, the history's
+/// size, its TTL and the meta hash's TTL (seconds), and an epoch to take if
+/// the channel has none (8 bytes). Returns the offset.
+///
+/// A missing meta hash means the history was lost (expired, flushed,
+/// evicted): the channel starts a new epoch and any stream left over is
+/// dropped, so offsets restart at 1 and no client takes them for the old
+/// ones. Offsets stay exact (doubles) up to 2^53.
+pub(crate) const PUBLISH: &str = r"
+local epoch = redis.call('HGET', KEYS[2], 'e')
+if not epoch then
+  epoch = ARGV[7]
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[2], 'e', epoch)
+end
+local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
+local bytes, n = {}, offset
+for i = 8, 1, -1 do
+  bytes[i] = n % 256
+  n = math.floor(n / 256)
+end
+local message = ARGV[2] .. epoch .. string.char(unpack(bytes)) .. ARGV[3]
+redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], string.format('%d-0', offset), 'm', message)
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+redis.call('PUBLISH', ARGV[1], message)
+return offset
+";
+
+/// Read a page of a channel's history with its position.
+///
+/// KEYS: the stream, the meta hash. ARGV: the first entry id wanted
+/// (`<offset>-0`, or `-` for the newest `count` entries, returned newest
+/// first), the count, an epoch to take if the channel has none, and the
+/// meta hash's TTL. Returns `{epoch, last offset, entries}`.
+///
+/// A channel without an epoch gets one here, as a publication would give
+/// it: a client that subscribes before the first publication then holds a
+/// position it can recover from.
+const READ: &str = r"
+local epoch = redis.call('HGET', KEYS[2], 'e')
+if not epoch then
+  epoch = ARGV[3]
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[2], 'e', epoch)
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
+local top = tonumber(redis.call('HGET', KEYS[2], 'o') or '0')
+local entries
+if ARGV[1] == '-' then
+  entries = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', ARGV[2])
+else
+  entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
+end
+return {epoch, top, entries}
+";
+
+pub(crate) static PUBLISH_SCRIPT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(PUBLISH));
+static READ_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(READ));
+
+/// Epochs to offer Redis: random per node, then distinct per call, so two
+/// channels (or two nodes) renewing at once do not pick one epoch.
+pub(crate) struct Epochs {
+    seed: u64,
+    next: AtomicU64,
+}
+
+impl Epochs {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// An epoch, as the 8 bytes the scripts store.
+    pub(crate) fn offer(&self) -> [u8; 8] {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        // A bijection of the counter, mixed with the node's seed
+        // (SplitMix64's finaliser): distinct per call, unpredictable.
+        let mut x = self.seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (x ^ (x >> 31)).to_be_bytes()
+    }
+}
+
+/// Reads histories on a connection of its own (a slow read never holds up
+/// a publish), made on first need and again after a failure.
+pub(crate) struct Reader {
+    client: redis::Client,
+    config: Arc<BrokerConfig>,
+    epochs: Arc<Epochs>,
+    connection: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+}
+
+impl Reader {
+    pub(crate) fn new(
+        client: redis::Client,
+        config: Arc<BrokerConfig>,
+        epochs: Arc<Epochs>,
+    ) -> Self {
+        Self {
+            client,
+            config,
+            epochs,
+            connection: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// `channel`'s publications after `since` (the newest `limit` without
+    /// it) and its position. Tries a fresh connection once if the one it
+    /// had failed: Redis may have restarted under it.
+    pub(crate) async fn read(
+        &self,
+        channel: &str,
+        since: Option<Position>,
+        limit: usize,
+    ) -> Result<HistoryPage, HistoryError> {
+        for _attempt in 0..2 {
+            let Some(mut connection) = self.connection().await else {
+                return Err(HistoryError::Unavailable);
+            };
+            let read = self.invoke(&mut connection, channel, since, limit);
+            match tokio::time::timeout(self.config.connect_timeout, read).await {
+                Ok(Ok(reply)) => return parse(reply, since).ok_or(HistoryError::Unavailable),
+                _ => *self.connection.lock().await = None,
+            }
+        }
+        Err(HistoryError::Unavailable)
+    }
+
+    async fn connection(&self) -> Option<MultiplexedConnection> {
+        let mut slot = self.connection.lock().await;
+        if slot.is_none() {
+            let connect = self.client.get_multiplexed_async_connection();
+            *slot = tokio::time::timeout(self.config.connect_timeout, connect)
+                .await
+                .ok()?
+                .ok();
+        }
+        slot.clone()
+    }
+
+    async fn invoke(
+        &self,
+        connection: &mut MultiplexedConnection,
+        channel: &str,
+        since: Option<Position>,
+        limit: usize,
+    ) -> redis::RedisResult<redis::Value> {
+        let [stream, meta] = self.config.history_keys(channel);
+        let start = match since {
+            Some(since) => format!("{}-0", since.offset.saturating_add(1)),
+            None => "-".to_owned(),
+        };
+        READ_SCRIPT
+            .key(stream)
+            .key(meta)
+            .arg(start)
+            .arg(limit.max(1))
+            .arg(&self.epochs.offer()[..])
+            .arg(self.config.history_meta_ttl.as_secs().max(1))
+            .invoke_async(connection)
+            .await
+    }
+}
+
+/// The read script's reply as a page; `None` for a reply of another shape.
+fn parse(reply: redis::Value, since: Option<Position>) -> Option<HistoryPage> {
+    let redis::Value::Array(mut parts) = reply else {
+        return None;
+    };
+    let entries = match parts.pop()? {
+        redis::Value::Array(entries) => entries,
+        _ => return None,
+    };
+    let top = match parts.pop()? {
+        redis::Value::Int(top) => u64::try_from(top).ok()?,
+        _ => return None,
+    };
+    let epoch = match parts.pop()? {
+        redis::Value::BulkString(bytes) => u64::from_be_bytes(bytes.as_slice().try_into().ok()?),
+        _ => return None,
+    };
+    let mut publications = Vec::with_capacity(entries.len());
+    for entry in entries {
+        // [id, [field, value]]: the message is the value; its position is
+        // in it, so the id need not be parsed.
+        let redis::Value::Array(entry) = entry else {
+            return None;
+        };
+        let Some(redis::Value::Array(fields)) = entry.into_iter().nth(1) else {
+            return None;
+        };
+        let Some(redis::Value::BulkString(message)) = fields.into_iter().nth(1) else {
+            return None;
+        };
+        // Someone else's entry in our key: skipped, never half-read.
+        let Some(decoded) = wire::decode(&message) else {
+            continue;
+        };
+        let Some(position) = decoded.position else {
+            continue;
+        };
+        publications.push(Stored {
+            offset: position.offset,
+            binary: decoded.binary,
+            data: decoded.payload.to_vec(),
+        });
+    }
+    if since.is_none() {
+        publications.reverse();
+    }
+    let top = Position { epoch, offset: top };
+    Some(HistoryPage {
+        top,
+        continuous: continues(since, top, &publications),
+        publications,
+    })
+}
+
+/// Whether `publications` (read after `since`) follow `since` exactly:
+/// the same epoch, and either nothing was published since or the first
+/// kept publication is the very next one.
+pub(crate) fn continues(since: Option<Position>, top: Position, publications: &[Stored]) -> bool {
+    let Some(since) = since else {
+        return true;
+    };
+    if since.epoch != top.epoch || since.offset > top.offset {
+        return false;
+    }
+    since.offset == top.offset || publications.first().map(|p| p.offset) == Some(since.offset + 1)
+}
+
+/// What a node does with a positioned message arriving from pub/sub.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// The next one (or the first seen, or of a new epoch): deliver it.
+    Deliver,
+    /// Delivered already (a gap repair fetched it): drop it.
+    Duplicate,
+    /// Offsets after this one are missing: fetch them after `since`, then
+    /// deliver this one.
+    Gap { since: Position },
+}
+
+/// The last offset this node delivered on each of its history channels.
+#[derive(Default)]
+pub(crate) struct Positions {
+    last: HashMap<Arc<str>, Position>,
+}
+
+impl Positions {
+    /// Decide about a message at `position` on `channel`. A delivered
+    /// message is recorded by `delivered`.
+    pub(crate) fn admit(&self, channel: &str, position: Position) -> Admit {
+        match self.last.get(channel) {
+            Some(last) if last.epoch == position.epoch => {
+                if position.offset <= last.offset {
+                    Admit::Duplicate
+                } else if position.offset == last.offset + 1 {
+                    Admit::Deliver
+                } else {
+                    Admit::Gap { since: *last }
+                }
+            }
+            // First seen here, or the history was lost and began again:
+            // nothing to repair from.
+            _ => Admit::Deliver,
+        }
+    }
+
+    pub(crate) fn delivered(&mut self, channel: &str, position: Position) {
+        match self.last.get_mut(channel) {
+            Some(last) => *last = position,
+            None => {
+                self.last.insert(Arc::from(channel), position);
+            }
+        }
+    }
+
+    /// The channels tracked and their last delivered positions.
+    pub(crate) fn all(&self) -> Vec<(Arc<str>, Position)> {
+        self.last.iter().map(|(c, p)| (c.clone(), *p)).collect()
+    }
+
+    /// Forget the channels this node no longer subscribes to.
+    pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.last.retain(|channel, _| keep(channel));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(epoch: u64, offset: u64) -> Position {
+        Position { epoch, offset }
+    }
+
+    fn stored(offset: u64) -> Stored {
+        Stored {
+            offset,
+            binary: false,
+            data: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn continuity() {
+        let top = at(5, 10);
+        assert!(continues(None, top, &[]));
+        assert!(continues(Some(at(5, 10)), top, &[]));
+        assert!(continues(
+            Some(at(5, 7)),
+            top,
+            &[stored(8), stored(9), stored(10)]
+        ));
+        // Trimmed: 8 is gone.
+        assert!(!continues(Some(at(5, 7)), top, &[stored(9), stored(10)]));
+        // Expired: nothing kept although 3 were published.
+        assert!(!continues(Some(at(5, 7)), top, &[]));
+        // Another epoch, or a position from the future.
+        assert!(!continues(Some(at(4, 7)), top, &[stored(8)]));
+        assert!(!continues(Some(at(5, 11)), top, &[]));
+    }
+
+    #[test]
+    fn positions_admit_in_order_and_spot_gaps() {
+        let mut positions = Positions::default();
+        assert_eq!(positions.admit("c", at(1, 5)), Admit::Deliver);
+        positions.delivered("c", at(1, 5));
+        assert_eq!(positions.admit("c", at(1, 6)), Admit::Deliver);
+        assert_eq!(positions.admit("c", at(1, 5)), Admit::Duplicate);
+        assert_eq!(
+            positions.admit("c", at(1, 9)),
+            Admit::Gap { since: at(1, 5) }
+        );
+        // A new epoch starts over.
+        assert_eq!(positions.admit("c", at(2, 1)), Admit::Deliver);
+        positions.retain(|c| c != "c");
+        assert!(positions.all().is_empty());
+    }
+
+    #[test]
+    fn epochs_are_distinct() {
+        let epochs = Epochs::new(42);
+        let offered: std::collections::HashSet<[u8; 8]> =
+            (0..1000).map(|_| epochs.offer()).collect();
+        assert_eq!(offered.len(), 1000);
+    }
+}

@@ -1,0 +1,189 @@
+// History and recovery through Redis (docs/scale-out.md, "History and
+// recovery"): separate Switchboard processes on one real redis-server.
+import { once } from 'node:events';
+import net from 'node:net';
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, jsonCodec, tcpTransport } from 'switchboard-client/node';
+import { startRedis } from '../helpers/redis.mjs';
+import { sleep, startNode, until, wsClient } from './helpers.mjs';
+
+let runs = 0;
+const freshPrefix = () => `sbhist${process.pid}x${++runs}:`;
+const history = [{ channels: 'h.*', size: 50, ttl: 60 }];
+
+/** A loopback port nobody listens on: connecting is refused at once. */
+async function refusingPort() {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/**
+ * A protocol client whose every (re)connection goes to `target.node`: the
+ * test moves it to another node by changing `target.node`, and keeps it
+ * away from every node with `target.node = null` (its attempts are refused).
+ */
+async function movableClient(t, target) {
+  const nowhere = await refusingPort();
+  const client = new Client({
+    transport: (handlers) => tcpTransport('127.0.0.1', target.node?.rpc ?? nowhere)(handlers),
+    codecs: [jsonCodec],
+    reconnect: { initialDelayMs: 20, maxDelayMs: 100 },
+  });
+  t.after(() => client.close());
+  await client.ready;
+  return client;
+}
+
+/** Subscribe with a callback; returns what arrives, each as `{ value, position }`, and the gaps. */
+function collect(client, channel, options = {}) {
+  const received = [];
+  const gaps = [];
+  const states = [];
+  const subscription = client.subscribe(channel, (value, publication) => received.push({ value, position: publication.position }), options);
+  subscription.on('gap', (gap) => gaps.push(gap));
+  subscription.on('statechange', ({ state }) => states.push(state));
+  return { subscription, received, gaps, states };
+}
+
+test('publications on a channel with history carry contiguous positions on every node; history() reads them back', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const [a, b, c] = await Promise.all([0, 1, 2].map(() => startNode(t, redis, { prefix, history })));
+  const client = await movableClient(t, { node: c });
+  const feed = collect(client, 'h.room', { recover: true });
+  await feed.subscription.ready;
+
+  // Two publishers on two nodes, interleaved: one order, offsets 1..10.
+  for (let i = 0; i < 5; i++) {
+    assert.equal((await a.publish('h.room', JSON.stringify(`a${i}`))).error, undefined);
+    assert.equal((await b.publish('h.room', JSON.stringify(`b${i}`))).error, undefined);
+  }
+  await until(() => feed.received.length === 10, 'ten publications');
+  const offsets = feed.received.map((r) => r.position.offset);
+  assert.deepEqual(offsets, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  const epoch = feed.received[0].position.epoch;
+  assert.match(epoch, /^[0-9a-f]{16}$/);
+  assert.ok(feed.received.every((r) => r.position.epoch === epoch));
+  // A publish is accepted before Redis runs it, so the two publishers
+  // interleave as Redis ran them; each one's own order holds.
+  const values = feed.received.map((r) => r.value);
+  assert.deepEqual(values.filter((v) => v.startsWith('a')), ['a0', 'a1', 'a2', 'a3', 'a4']);
+  assert.deepEqual(values.filter((v) => v.startsWith('b')), ['b0', 'b1', 'b2', 'b3', 'b4']);
+
+  // The history, from any node, in the same order with the same offsets.
+  const page = (await b.request('history', { channel: 'h.room', query: {} })).result;
+  assert.equal(page.epoch, epoch);
+  assert.equal(page.offset, 10);
+  assert.equal(page.continuous, true);
+  assert.deepEqual(page.publications.map((p) => p.offset), offsets);
+  assert.deepEqual(page.publications.map((p) => JSON.parse(p.data)), feed.received.map((r) => r.value));
+  // The newest `limit` without `since`; exactly what followed with it.
+  const newest = (await a.request('history', { channel: 'h.room', query: { limit: 3 } })).result;
+  assert.deepEqual(newest.publications.map((p) => p.offset), [8, 9, 10]);
+  const after = (await a.request('history', { channel: 'h.room', query: { since: { epoch, offset: 7 } } })).result;
+  assert.deepEqual(after.publications.map((p) => p.offset), [8, 9, 10]);
+  assert.equal(after.continuous, true);
+  // Another epoch is not continuous.
+  const other = (await a.request('history', { channel: 'h.room', query: { since: { epoch: '0000000000000001', offset: 7 } } })).result;
+  assert.equal(other.continuous, false);
+
+  // A channel without history, and bad positions, are refused clearly.
+  assert.equal((await a.request('history', { channel: 'plain', query: {} })).error, 'ERR_HISTORY_UNAVAILABLE');
+  assert.equal((await a.request('history', { channel: 'h.room', query: { since: { epoch: 'nope', offset: 1 } } })).error, 'ERR_INVALID_OPTION');
+
+  // Keys: a stream and a meta hash, one hash tag per channel.
+  assert.deepEqual((await redis.cli('KEYS', `${prefix}{h.room}*`)).split('\n').filter(Boolean).sort(), [`${prefix}{h.room}:history`, `${prefix}{h.room}:meta`]);
+});
+
+test('a client whose node is killed reconnects to another node and recovers exactly what it missed, then the live stream', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const [a, b, c] = await Promise.all([0, 1, 2].map(() => startNode(t, redis, { prefix, history })));
+  const target = { node: b };
+  const client = await movableClient(t, target);
+  const feed = collect(client, 'h.feed', { recover: true });
+  await feed.subscription.ready;
+  // A plain subscriber of the same channel on C, for comparison.
+  const watcher = await wsClient(t, c);
+  assert.equal(await watcher.command('sub:h.feed'), 'ok:sub:h.feed');
+
+  for (let i = 1; i <= 3; i++) await a.publish('h.feed', JSON.stringify(i));
+  await until(() => feed.received.length === 3, 'the first three');
+
+  // B dies; the client reaches no node while six are published, then C.
+  target.node = null;
+  b.child.kill('SIGKILL');
+  await until(() => feed.states.includes('resubscribing'), 'the loss to be noticed');
+  for (let i = 4; i <= 9; i++) await a.publish('h.feed', JSON.stringify(i));
+  await sleep(50);
+  assert.equal(feed.received.length, 3, 'nothing arrives while away');
+  target.node = c;
+  await until(() => feed.received.length >= 9, 'the missed six, recovered', 10_000);
+  for (let i = 10; i <= 12; i++) await a.publish('h.feed', JSON.stringify(i));
+  await until(() => feed.received.length >= 12, 'the live ones after');
+  await sleep(100);
+
+  const numbers = Array.from({ length: 12 }, (_, i) => i + 1);
+  assert.deepEqual(feed.received.map((r) => r.value), numbers, 'each once, in order');
+  assert.deepEqual(feed.received.map((r) => r.position.offset), numbers);
+  assert.deepEqual(feed.gaps, [], 'nothing was lost, so no gap');
+  assert.equal(feed.subscription.state, 'subscribed');
+  await until(() => watcher.received.length === 12, 'the plain subscriber');
+});
+
+test('when the history no longer covers what was missed, the client is told (gap), nothing old is replayed, and the live stream goes on', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const small = [{ channels: 'h.*', size: 3, ttl: 60 }];
+  const [a, b, c] = await Promise.all([0, 1, 2].map(() => startNode(t, redis, { prefix, history: small })));
+  const target = { node: b };
+  const client = await movableClient(t, target);
+  const feed = collect(client, 'h.small', { recover: true });
+  await feed.subscription.ready;
+  await a.publish('h.small', '"first"');
+  await until(() => feed.received.length === 1, 'the first');
+
+  target.node = null;
+  b.child.kill('SIGKILL');
+  await until(() => feed.states.includes('resubscribing'), 'the loss');
+  for (let i = 0; i < 5; i++) await a.publish('h.small', JSON.stringify(`missed${i}`)); // 2..6: only 4..6 are kept
+  target.node = c;
+  await until(() => feed.gaps.length === 1, 'the gap', 10_000);
+  assert.equal(feed.gaps[0].reason, 'reconnect');
+  await a.publish('h.small', '"live"');
+  await until(() => feed.received.length === 2, 'the live one');
+  await sleep(100);
+  assert.deepEqual(feed.received.map((r) => r.value), ['first', 'live']);
+  assert.equal(feed.received[1].position.offset, 7);
+});
+
+test('a node whose pub/sub connection is killed during traffic fills the gap from the history: every subscriber gets every message once, in order', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const big = [{ channels: 'h.*', size: 1000, ttl: 60 }];
+  const [a, b] = await Promise.all([0, 1].map(() => startNode(t, redis, { prefix, history: big })));
+  const onB = await wsClient(t, b);
+  assert.equal(await onB.command('sub:h.burst'), 'ok:sub:h.burst');
+  await until(async () => (await redis.numsub(`${prefix}h.burst`))[`${prefix}h.burst`] === 1, 'B to subscribe');
+  await a.publish('h.burst', '"start"');
+  await until(() => onB.received.length === 1, 'the first message');
+
+  // A publishes while Redis drops B's pub/sub connection, twice.
+  const burst = a.request('burst', { channel: 'h.burst', tag: 'm', count: 400 });
+  await sleep(20);
+  assert.equal(Number(await redis.cli('CLIENT', 'KILL', 'TYPE', 'pubsub')), 1);
+  await sleep(60);
+  await redis.cli('CLIENT', 'KILL', 'TYPE', 'pubsub');
+  assert.equal((await burst).result, 400);
+  await a.publish('h.burst', '"end"');
+
+  const expected = ['"start"', ...Array.from({ length: 400 }, (_, i) => JSON.stringify(`m:${i}`)), '"end"'];
+  await until(() => onB.received.length >= expected.length, 'every message on B', 10_000);
+  await sleep(100);
+  assert.deepEqual(onB.received, expected);
+});
