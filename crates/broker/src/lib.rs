@@ -11,14 +11,20 @@
 //! The Redis client (the `redis` crate) is async, so the broker runs its
 //! own single-threaded Tokio runtime on one thread; the runtime crate keeps
 //! its readiness loops and knows only the `Bridge` trait. Files: `config`
-//! (options), `wire` (the message format), `publisher` (the `PUBLISH`
-//! connection), `subscriber` (the subscription set and its connection),
-//! `backoff`.
+//! (options), `wire` (the message format), `topology` (which Redis carries
+//! a channel), `shard` (one standalone Redis: `publisher`, the `PUBLISH`
+//! connection, and `subscriber`, the subscription set and its connection),
+//! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
+//! slots), `backoff`.
 
 mod backoff;
+mod cluster;
 mod config;
 mod publisher;
+mod shard;
+pub mod slot;
 mod subscriber;
+pub mod topology;
 pub mod wire;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,11 +34,14 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::{Bridge, BridgeError, Server};
-use tokio::sync::mpsc;
 
 pub use config::BrokerConfig;
+pub use topology::Topology;
 
-/// What the broker's thread and the callers share.
+use shard::Shard;
+use topology::Rendezvous;
+
+/// What the broker's thread and the callers share, per Redis server.
 #[derive(Default)]
 pub(crate) struct Shared {
     /// Both connections are up (and the subscriptions made): publishes are
@@ -61,7 +70,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.publisher_up.load(Ordering::Acquire)
             && self.subscriber_up.load(Ordering::Acquire)
             && !self.closing.load(Ordering::Acquire)
@@ -76,7 +85,7 @@ pub(crate) struct Outgoing {
     pub(crate) ticket: u64,
 }
 
-/// What the subscriber task is told.
+/// What a subscriber task is told.
 pub(crate) enum Command {
     /// Registry changes, and the ticket that covers them.
     Changes(Vec<ChannelChange>, u64),
@@ -84,13 +93,22 @@ pub(crate) enum Command {
     Shutdown,
 }
 
+/// How this broker reaches Redis.
+enum Engine {
+    /// Standalone servers, each channel on the one `route` picks.
+    Sharded {
+        shards: Vec<Shard>,
+        route: Rendezvous,
+    },
+    /// A Redis Cluster.
+    Cluster(cluster::Cluster),
+}
+
 /// The Redis engine of one server.
 pub struct Broker {
     config: Arc<BrokerConfig>,
     node: u64,
-    shared: Arc<Shared>,
-    publishes: mpsc::Sender<Outgoing>,
-    commands: mpsc::UnboundedSender<Command>,
+    engine: Engine,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -99,45 +117,63 @@ impl Broker {
     /// happens on that thread; until it succeeds publishes fail with
     /// `ERR_BROKER_UNAVAILABLE`.
     pub fn attach(server: &Arc<Server>, config: BrokerConfig) -> std::io::Result<Arc<Self>> {
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         let config = Arc::new(config);
         let node = random_node_id()?;
-        let shared = Arc::new(Shared::default());
-        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
-        // Unbounded on purpose: a registry change cannot be refused (it is
-        // reported under the registry's lock, which must not wait), and the
-        // task coalesces them; there is at most one entry per change.
-        let (commands, command_rx) = mpsc::unbounded_channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         let weak: Weak<Server> = Arc::downgrade(server);
         let stats = server.state().stats.clone();
+        let (engine, tasks): (Engine, Tasks) = match &config.topology {
+            Topology::Sharded(urls) => {
+                if urls.is_empty() {
+                    return Err(invalid("no Redis server given"));
+                }
+                let mut shards = Vec::with_capacity(urls.len());
+                let mut tasks = Vec::with_capacity(urls.len());
+                for url in urls {
+                    let (shard, task) = Shard::new(url, &config)?;
+                    shards.push(shard);
+                    tasks.push(task);
+                }
+                let route = Rendezvous::new(urls);
+                (Engine::Sharded { shards, route }, Tasks::Sharded(tasks))
+            }
+            Topology::Cluster(seeds) => {
+                let (cluster, task) = cluster::Cluster::new(seeds, &config)?;
+                (Engine::Cluster(cluster), Tasks::Cluster(task))
+            }
+        };
         let thread = {
-            let (config, shared) = (config.clone(), shared.clone());
+            let config = config.clone();
             std::thread::Builder::new()
                 .name("switchboard-broker".into())
                 .spawn(move || {
                     runtime.block_on(async move {
-                        let publisher = tokio::spawn(publisher::run(
-                            client.clone(),
-                            config.clone(),
-                            shared.clone(),
-                            stats,
-                            publish_rx,
-                        ));
-                        subscriber::run(client, config, shared, node, weak, command_rx, publisher)
-                            .await;
+                        match tasks {
+                            Tasks::Sharded(tasks) => {
+                                let running = tasks.into_iter().map(|task| {
+                                    tokio::spawn(task.run(
+                                        config.clone(),
+                                        node,
+                                        weak.clone(),
+                                        stats.clone(),
+                                    ))
+                                });
+                                let running: Vec<_> = running.collect();
+                                for task in running {
+                                    let _ = task.await;
+                                }
+                            }
+                            Tasks::Cluster(task) => task.run(config, node, weak, stats).await,
+                        }
                     });
                 })?
         };
         let broker = Arc::new(Self {
             config,
             node,
-            shared,
-            publishes,
-            commands,
+            engine,
             thread: Mutex::new(Some(thread)),
         });
         server.attach_bridge(broker.clone());
@@ -148,6 +184,20 @@ impl Broker {
     pub fn node_id(&self) -> u64 {
         self.node
     }
+
+    /// Every Redis server (or every slot's master) is connected.
+    fn available(&self) -> bool {
+        match &self.engine {
+            Engine::Sharded { shards, .. } => shards.iter().all(|s| s.shared.available()),
+            Engine::Cluster(cluster) => cluster.available(),
+        }
+    }
+}
+
+/// The broker thread's side of the engine.
+enum Tasks {
+    Sharded(Vec<shard::ShardTasks>),
+    Cluster(cluster::ClusterTasks),
 }
 
 impl Bridge for Broker {
@@ -158,31 +208,38 @@ impl Bridge for Broker {
         binary: bool,
         exclude: Option<u64>,
     ) -> Result<(), BridgeError> {
-        if !self.shared.available() {
-            return Err(BridgeError::Unavailable);
+        let redis_channel = self.config.redis_channel(channel);
+        let message = || wire::encode(self.node, binary, exclude, data);
+        match &self.engine {
+            Engine::Sharded { shards, route } => {
+                shards[route.pick(channel)].publish(redis_channel, message())
+            }
+            Engine::Cluster(cluster) => cluster.publish(redis_channel, message()),
         }
-        let outgoing = Outgoing {
-            channel: self.config.redis_channel(channel),
-            message: wire::encode(self.node, binary, exclude, data),
-            ticket: self.shared.requested.load(Ordering::Acquire),
-        };
-        self.publishes.try_send(outgoing).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
-            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
-        })
     }
 
     fn channels_changed(&self, changes: Vec<ChannelChange>) {
-        let joined = changes
-            .iter()
-            .any(|c| matches!(c, ChannelChange::Created(_)));
-        let ticket = if joined {
-            self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            self.shared.requested.load(Ordering::Acquire)
-        };
-        // A closed receiver means the broker stopped: nothing to mirror.
-        let _ = self.commands.send(Command::Changes(changes, ticket));
+        match &self.engine {
+            Engine::Sharded { shards, .. } if shards.len() == 1 => {
+                shards[0].channels_changed(changes)
+            }
+            Engine::Sharded { shards, route } => {
+                // Each server learns of its own channels' changes, in order.
+                let mut split: Vec<Vec<ChannelChange>> = vec![Vec::new(); shards.len()];
+                for change in changes {
+                    let name = match &change {
+                        ChannelChange::Created(name) | ChannelChange::Removed(name) => name,
+                    };
+                    split[route.pick(name)].push(change);
+                }
+                for (shard, changes) in shards.iter().zip(split) {
+                    if !changes.is_empty() {
+                        shard.channels_changed(changes);
+                    }
+                }
+            }
+            Engine::Cluster(cluster) => cluster.channels_changed(changes),
+        }
     }
 
     fn wait_ready(&self, timeout: std::time::Duration) -> bool {
@@ -191,7 +248,7 @@ impl Bridge for Broker {
         // with the Tokio tasks would cost every state change a lock.
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            if self.shared.available() {
+            if self.available() {
                 return true;
             }
             if std::time::Instant::now() >= deadline {
@@ -206,13 +263,18 @@ impl Bridge for Broker {
             return;
         };
         // Publishes accepted so far still go out (to the other servers);
-        // then this server unsubscribes. The subscriber task bounds both
+        // then this server unsubscribes. The subscriber tasks bound both
         // (`connect_timeout` each), so joining cannot hang on a dead Redis.
-        self.shared.closing.store(true, Ordering::Release);
-        self.shared.close.notify_one();
-        let _ = self.commands.send(Command::Shutdown);
+        match &self.engine {
+            Engine::Sharded { shards, .. } => shards.iter().for_each(Shard::shutdown),
+            Engine::Cluster(cluster) => cluster.shutdown(),
+        }
         let _ = thread.join();
     }
+}
+
+fn invalid(message: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, message.to_string())
 }
 
 /// A random node id from the OS: two nodes must not take each other's
