@@ -120,8 +120,13 @@ export declare class ServerHandle {
  * live in `switchboard_broker::BrokerConfig::new`.
  */
 export interface BrokerOptions {
-  /** `redis://host:port[/db]`. */
-  redis: string
+  /**
+   * Standalone Redis servers, `redis://host:port[/db]` each; channels
+   * are sharded over them (one server: all channels on it).
+   */
+  redis?: Array<string>
+  /** Or a Redis Cluster's seed nodes (sharded pub/sub, Redis 7). */
+  cluster?: Array<string>
   prefix?: string
   unsubscribeDelayMs?: number
   connectTimeoutMs?: number

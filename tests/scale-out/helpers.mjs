@@ -1,11 +1,16 @@
 // Nodes (child processes running tests/fixtures/scale-out-node.mjs) and
 // clients for the scale-out tests.
 import assert from 'node:assert/strict';
-import { fork } from 'node:child_process';
+import { execFile, fork, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import { promisify } from 'node:util';
 import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { ensureRedis } from '../helpers/redis.mjs';
 
 const fixture = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'scale-out-node.mjs');
 
@@ -28,7 +33,7 @@ export async function until(check, what, timeout = 5000) {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A node as a separate process on `redis`; `t.after` ends it. */
-export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, history }) {
+export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, history, env = {} }) {
   const child = fork(fixture, [], {
     env: {
       ...process.env,
@@ -36,6 +41,7 @@ export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, histor
       BROKER_PREFIX: prefix,
       UNSUBSCRIBE_DELAY: String(unsubscribeDelay),
       ...(history ? { HISTORY: JSON.stringify(history) } : {}),
+      ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -84,4 +90,131 @@ export async function wsClient(t, node) {
       return new Promise((resolve) => replies.push(resolve));
     },
   };
+}
+
+/** A node sharding its channels over several standalone Redis servers. */
+export function startShardedNode(t, servers, options) {
+  return startNode(t, { url: servers.map((s) => s.url).join(',') }, options);
+}
+
+/** A node on a Redis Cluster (its seeds: every master's URL). */
+export function startClusterNode(t, cluster, options) {
+  return startNode(t, { url: '' }, { ...options, env: { REDIS_CLUSTER: cluster.urls.join(',') } });
+}
+
+const run = promisify(execFile);
+
+async function portFree(port) {
+  const probe = net.createServer();
+  const ok = await new Promise((resolve) => {
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (ok) await new Promise((resolve) => probe.close(resolve));
+  return ok;
+}
+
+/** A port free for a cluster node: itself and its bus port (+10000). */
+async function clusterPort(taken) {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 10000);
+    if (taken.has(port)) continue;
+    if ((await portFree(port)) && (await portFree(port + 10000))) {
+      taken.add(port);
+      return port;
+    }
+  }
+}
+
+/** One redis-cli command against 127.0.0.1:port; the reply, trimmed. */
+export async function cli(port, ...args) {
+  const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 });
+  return stdout.trim();
+}
+
+/**
+ * A Redis Cluster on loopback: `masters` masters (and `replicas` per
+ * master), cluster-enabled redis-servers on free ports with persistence
+ * off, joined with `redis-cli --cluster create`; ready once every node says
+ * cluster_state:ok. `t.after` stops it.
+ */
+export async function startCluster(t, { masters = 3, replicas = 0 } = {}) {
+  ensureRedis();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-cluster-'));
+  const taken = new Set();
+  const ports = [];
+  for (let i = 0; i < masters * (1 + replicas); i++) ports.push(await clusterPort(taken));
+  const processes = ports.map((port) =>
+    spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
+        '--cluster-node-timeout', '2000', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'],
+      { stdio: 'ignore' },
+    ),
+  );
+  t.after(async () => {
+    await Promise.all(processes.map((child) => {
+      if (child.exitCode !== null) return undefined;
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      return exited;
+    }));
+    rmSync(dir, { recursive: true, force: true });
+  });
+  for (const port of ports) await until(async () => (await cli(port, 'PING')) === 'PONG', `redis-server on ${port}`, 10_000);
+  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { timeout: 30_000 });
+  for (const port of ports) {
+    await until(async () => /cluster_state:ok/.test(await cli(port, 'CLUSTER', 'INFO')), `cluster_state:ok on ${port}`, 20_000);
+  }
+  const cluster = {
+    ports,
+    urls: ports.slice(0, masters).map((p) => `redis://127.0.0.1:${p}`),
+    cli: (...args) => cli(ports[0], ...args),
+    /** The slot of a key, as Redis computes it. */
+    async slot(key) {
+      return Number(await cli(ports[0], 'CLUSTER', 'KEYSLOT', key));
+    },
+    /** `{ port, id }` of the master serving `slot`, as node `ports[0]` sees it. */
+    async owner(slot) {
+      for (const line of (await cli(ports[0], 'CLUSTER', 'NODES')).split('\n')) {
+        const [id, address, flags, , , , , , ...ranges] = line.split(' ');
+        if (!flags.includes('master')) continue;
+        for (const range of ranges) {
+          const [from, to = from] = range.split('-').map(Number);
+          if (slot >= from && slot <= to) return { port: Number(address.split(':')[1].split('@')[0]), id };
+        }
+      }
+      return null;
+    },
+    /** Masters as `{ port, id }`. */
+    async masters() {
+      return (await cli(ports[0], 'CLUSTER', 'NODES'))
+        .split('\n')
+        .map((line) => line.split(' '))
+        .filter(([, , flags]) => flags.includes('master') && !flags.includes('fail'))
+        .map(([id, address]) => ({ port: Number(address.split(':')[1].split('@')[0]), id }));
+    },
+    /** Subscribers (nodes) of a sharded channel, asked of its master. */
+    async shardNumsub(channel) {
+      const { port } = await cluster.owner(await cluster.slot(channel));
+      const lines = (await cli(port, 'PUBSUB', 'SHARDNUMSUB', channel)).split('\n');
+      return Number(lines[1]);
+    },
+    /**
+     * Move `slot` to the master at `to` (no keys: sharded channels are not
+     * keys): IMPORTING, MIGRATING, then NODE on both and the others.
+     */
+    async migrate(slot, to) {
+      const from = await cluster.owner(slot);
+      await cli(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id);
+      await cli(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id);
+      await cli(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      await cli(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      for (const m of await cluster.masters()) {
+        if (m.port !== from.port && m.port !== to.port) await cli(m.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      }
+      return from;
+    },
+  };
+  return cluster;
 }

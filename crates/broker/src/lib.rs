@@ -11,15 +11,21 @@
 //! The Redis client (the `redis` crate) is async, so the broker runs its
 //! own single-threaded Tokio runtime on one thread; the runtime crate keeps
 //! its readiness loops and knows only the `Bridge` trait. Files: `config`
-//! (options), `wire` (the message format), `publisher` (the `PUBLISH`
-//! connection), `subscriber` (the subscription set and its connection),
-//! `history` (the scripts, reads, and gap tracking), `backoff`.
+//! (options), `wire` (the message format), `topology` (which Redis carries
+//! a channel), `shard` (one standalone Redis: `publisher`, the `PUBLISH`
+//! connection, and `subscriber`, the subscription set and its connection),
+//! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
+//! slots), `history` (the scripts, reads, and gap tracking), `backoff`.
 
 mod backoff;
+mod cluster;
 mod config;
 mod history;
 mod publisher;
+mod shard;
+pub mod slot;
 mod subscriber;
+pub mod topology;
 pub mod wire;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,12 +36,15 @@ use parking_lot::Mutex;
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::history::{HistoryError, HistoryPage, Recovery, Reply};
 use switchboard_runtime::{Bridge, BridgeError, Position, Server};
-use tokio::sync::mpsc;
 
 pub use config::{BrokerConfig, HistoryRule};
-use history::{Epochs, Reader};
+use history::Epochs;
+pub use topology::Topology;
 
-/// What the broker's thread and the callers share.
+use shard::Shard;
+use topology::Rendezvous;
+
+/// What the broker's thread and the callers share, per Redis server.
 #[derive(Default)]
 pub(crate) struct Shared {
     /// Both connections are up (and the subscriptions made): publishes are
@@ -64,7 +73,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn available(&self) -> bool {
+    pub(crate) fn available(&self) -> bool {
         self.publisher_up.load(Ordering::Acquire)
             && self.subscriber_up.load(Ordering::Acquire)
             && !self.closing.load(Ordering::Acquire)
@@ -102,7 +111,7 @@ pub(crate) struct Append {
     pub(crate) epoch: [u8; 8],
 }
 
-/// What the subscriber task is told.
+/// What a subscriber task is told.
 pub(crate) enum Command {
     /// Registry changes, and the ticket that covers them.
     Changes(Vec<ChannelChange>, u64),
@@ -110,17 +119,25 @@ pub(crate) enum Command {
     Shutdown,
 }
 
+/// How this broker reaches Redis.
+enum Engine {
+    /// Standalone servers, each channel on the one `route` picks.
+    Sharded {
+        shards: Vec<Shard>,
+        route: Rendezvous,
+    },
+    /// A Redis Cluster.
+    Cluster(cluster::Cluster),
+}
+
 /// The Redis engine of one server.
 pub struct Broker {
     config: Arc<BrokerConfig>,
     node: u64,
-    shared: Arc<Shared>,
-    publishes: mpsc::Sender<Outgoing>,
-    commands: mpsc::UnboundedSender<Command>,
+    engine: Engine,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// The broker thread's runtime, for the questions that wait on Redis.
     runtime: tokio::runtime::Handle,
-    reader: Arc<Reader>,
     epochs: Arc<Epochs>,
     server: Weak<Server>,
 }
@@ -130,57 +147,72 @@ impl Broker {
     /// happens on that thread; until it succeeds publishes fail with
     /// `ERR_BROKER_UNAVAILABLE`.
     pub fn attach(server: &Arc<Server>, config: BrokerConfig) -> std::io::Result<Arc<Self>> {
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         let config = Arc::new(config);
         let node = random_node_id()?;
-        let shared = Arc::new(Shared::default());
-        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
-        // Unbounded on purpose: a registry change cannot be refused (it is
-        // reported under the registry's lock, which must not wait), and the
-        // task coalesces them; there is at most one entry per change.
-        let (commands, command_rx) = mpsc::unbounded_channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         let weak: Weak<Server> = Arc::downgrade(server);
         let stats = server.state().stats.clone();
         let epochs = Arc::new(Epochs::new(random_node_id()?));
-        let reader = Arc::new(Reader::new(client.clone(), config.clone(), epochs.clone()));
         let handle = runtime.handle().clone();
+        let (engine, tasks): (Engine, Tasks) = match &config.topology {
+            Topology::Sharded(urls) => {
+                if urls.is_empty() {
+                    return Err(invalid("no Redis server given"));
+                }
+                let mut shards = Vec::with_capacity(urls.len());
+                let mut tasks = Vec::with_capacity(urls.len());
+                for url in urls {
+                    let (shard, task) = Shard::new(url, &config, &epochs)?;
+                    shards.push(shard);
+                    tasks.push(task);
+                }
+                let route = Rendezvous::new(urls);
+                (Engine::Sharded { shards, route }, Tasks::Sharded(tasks))
+            }
+            Topology::Cluster(_) if !config.history.is_empty() => {
+                return Err(invalid(
+                    "history needs standalone Redis servers; a Redis Cluster does not keep it yet",
+                ));
+            }
+            Topology::Cluster(seeds) => {
+                let (cluster, task) = cluster::Cluster::new(seeds, &config)?;
+                (Engine::Cluster(cluster), Tasks::Cluster(task))
+            }
+        };
         let thread = {
-            let (config, shared, reader) = (config.clone(), shared.clone(), reader.clone());
-            let weak = weak.clone();
+            let (config, weak) = (config.clone(), weak.clone());
             std::thread::Builder::new()
                 .name("switchboard-broker".into())
                 .spawn(move || {
                     runtime.block_on(async move {
-                        let publisher = tokio::spawn(publisher::run(
-                            client.clone(),
-                            config.clone(),
-                            shared.clone(),
-                            stats,
-                            publish_rx,
-                        ));
-                        let links = subscriber::Links {
-                            shared,
-                            server: weak,
-                            reader,
-                            publisher,
-                        };
-                        subscriber::run(client, config, node, links, command_rx).await;
+                        match tasks {
+                            Tasks::Sharded(tasks) => {
+                                let running = tasks.into_iter().map(|task| {
+                                    tokio::spawn(task.run(
+                                        config.clone(),
+                                        node,
+                                        weak.clone(),
+                                        stats.clone(),
+                                    ))
+                                });
+                                let running: Vec<_> = running.collect();
+                                for task in running {
+                                    let _ = task.await;
+                                }
+                            }
+                            Tasks::Cluster(task) => task.run(config, node, weak, stats).await,
+                        }
                     });
                 })?
         };
         let broker = Arc::new(Self {
             config,
             node,
-            shared,
-            publishes,
-            commands,
+            engine,
             thread: Mutex::new(Some(thread)),
             runtime: handle,
-            reader,
             epochs,
             server: weak,
         });
@@ -192,6 +224,20 @@ impl Broker {
     pub fn node_id(&self) -> u64 {
         self.node
     }
+
+    /// Every Redis server (or every slot's master) is connected.
+    fn available(&self) -> bool {
+        match &self.engine {
+            Engine::Sharded { shards, .. } => shards.iter().all(|s| s.shared.available()),
+            Engine::Cluster(cluster) => cluster.available(),
+        }
+    }
+}
+
+/// The broker thread's side of the engine.
+enum Tasks {
+    Sharded(Vec<shard::ShardTasks>),
+    Cluster(cluster::ClusterTasks),
 }
 
 impl Bridge for Broker {
@@ -202,45 +248,55 @@ impl Bridge for Broker {
         binary: bool,
         exclude: Option<u64>,
     ) -> Result<(), BridgeError> {
-        if !self.shared.available() {
-            return Err(BridgeError::Unavailable);
+        let redis_channel = self.config.redis_channel(channel);
+        match &self.engine {
+            Engine::Sharded { shards, route } => {
+                let history = self.config.history_of(channel).map(|rule| {
+                    Box::new(Append {
+                        keys: self.config.history_keys(channel),
+                        head: wire::head(self.node, binary, exclude, true),
+                        size: rule.size,
+                        ttl: rule.ttl.as_secs().max(1),
+                        epoch: self.epochs.offer(),
+                    })
+                });
+                // With history the script puts the head and the position
+                // in front of the payload.
+                let message = match history {
+                    Some(_) => data.to_vec(),
+                    None => wire::encode(self.node, binary, exclude, data),
+                };
+                shards[route.pick(channel)].publish(redis_channel, message, history)
+            }
+            Engine::Cluster(cluster) => cluster.publish(
+                redis_channel,
+                wire::encode(self.node, binary, exclude, data),
+            ),
         }
-        let history = self.config.history_of(channel).map(|rule| {
-            Box::new(Append {
-                keys: self.config.history_keys(channel),
-                head: wire::head(self.node, binary, exclude, true),
-                size: rule.size,
-                ttl: rule.ttl.as_secs().max(1),
-                epoch: self.epochs.offer(),
-            })
-        });
-        let message = match history {
-            Some(_) => data.to_vec(),
-            None => wire::encode(self.node, binary, exclude, data),
-        };
-        let outgoing = Outgoing {
-            channel: self.config.redis_channel(channel),
-            message,
-            history,
-            ticket: self.shared.requested.load(Ordering::Acquire),
-        };
-        self.publishes.try_send(outgoing).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
-            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
-        })
     }
 
     fn channels_changed(&self, changes: Vec<ChannelChange>) {
-        let joined = changes
-            .iter()
-            .any(|c| matches!(c, ChannelChange::Created(_)));
-        let ticket = if joined {
-            self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            self.shared.requested.load(Ordering::Acquire)
-        };
-        // A closed receiver means the broker stopped: nothing to mirror.
-        let _ = self.commands.send(Command::Changes(changes, ticket));
+        match &self.engine {
+            Engine::Sharded { shards, .. } if shards.len() == 1 => {
+                shards[0].channels_changed(changes)
+            }
+            Engine::Sharded { shards, route } => {
+                // Each server learns of its own channels' changes, in order.
+                let mut split: Vec<Vec<ChannelChange>> = vec![Vec::new(); shards.len()];
+                for change in changes {
+                    let name = match &change {
+                        ChannelChange::Created(name) | ChannelChange::Removed(name) => name,
+                    };
+                    split[route.pick(name)].push(change);
+                }
+                for (shard, changes) in shards.iter().zip(split) {
+                    if !changes.is_empty() {
+                        shard.channels_changed(changes);
+                    }
+                }
+            }
+            Engine::Cluster(cluster) => cluster.channels_changed(changes),
+        }
     }
 
     fn wait_ready(&self, timeout: std::time::Duration) -> bool {
@@ -249,7 +305,7 @@ impl Bridge for Broker {
         // with the Tokio tasks would cost every state change a lock.
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            if self.shared.available() {
+            if self.available() {
                 return true;
             }
             if std::time::Instant::now() >= deadline {
@@ -264,11 +320,12 @@ impl Bridge for Broker {
             return;
         };
         // Publishes accepted so far still go out (to the other servers);
-        // then this server unsubscribes. The subscriber task bounds both
+        // then this server unsubscribes. The subscriber tasks bound both
         // (`connect_timeout` each), so joining cannot hang on a dead Redis.
-        self.shared.closing.store(true, Ordering::Release);
-        self.shared.close.notify_one();
-        let _ = self.commands.send(Command::Shutdown);
+        match &self.engine {
+            Engine::Sharded { shards, .. } => shards.iter().for_each(Shard::shutdown),
+            Engine::Cluster(cluster) => cluster.shutdown(),
+        }
         let _ = thread.join();
     }
 
@@ -279,10 +336,10 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<HistoryPage>,
     ) {
-        if self.config.history_of(channel).is_none() {
+        let Some((shard, _)) = self.history_shard(channel) else {
             return reply(Err(HistoryError::NotKept));
-        }
-        let (reader, channel) = (self.reader.clone(), channel.to_owned());
+        };
+        let (reader, channel) = (shard.reader.clone(), channel.to_owned());
         self.runtime.spawn(async move {
             reply(reader.read(&channel, since, limit).await);
         });
@@ -296,17 +353,17 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<Recovery>,
     ) {
-        let Some(rule) = self.config.history_of(channel) else {
+        let Some((shard, rule)) = self.history_shard(channel) else {
             return reply(Err(HistoryError::NotKept));
         };
         // The subscription the caller just made is covered by the ticket
         // of this moment: once Redis confirmed it, whatever the history
         // read misses reaches the subscriber live.
-        let ticket = self.shared.requested.load(Ordering::Acquire);
+        let ticket = shard.shared.requested.load(Ordering::Acquire);
         let limit = limit.min(rule.size);
         let (reader, shared, server) = (
-            self.reader.clone(),
-            self.shared.clone(),
+            shard.reader.clone(),
+            shard.shared.clone(),
             self.server.clone(),
         );
         let (channel, timeout) = (channel.to_owned(), self.config.connect_timeout);
@@ -358,6 +415,22 @@ impl Bridge for Broker {
             }))
         });
     }
+}
+
+impl Broker {
+    /// The server holding `channel`'s history, and its rule; none when
+    /// the channel keeps no history.
+    fn history_shard(&self, channel: &str) -> Option<(&Shard, &HistoryRule)> {
+        let rule = self.config.history_of(channel)?;
+        match &self.engine {
+            Engine::Sharded { shards, route } => Some((&shards[route.pick(channel)], rule)),
+            Engine::Cluster(_) => None,
+        }
+    }
+}
+
+fn invalid(message: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, message.to_string())
 }
 
 /// A random node id from the OS: two nodes must not take each other's

@@ -29,20 +29,20 @@ use crate::{wire, BrokerConfig, Command, Shared};
 /// Names per SUBSCRIBE or UNSUBSCRIBE: one command stays well under Redis's
 /// argument limits and a resubscription of many channels is a few
 /// round trips.
-const CHUNK: usize = 512;
+pub(crate) const CHUNK: usize = 512;
 
 /// What this node wants from Redis, apart from any connection.
 #[derive(Default)]
-struct Wanted {
+pub(crate) struct Wanted {
     /// Channels with local subscribers.
-    channels: HashSet<Arc<str>>,
+    pub(crate) channels: HashSet<Arc<str>>,
     /// Channels whose last local subscriber left, and when they are due to
     /// be unsubscribed.
-    leaving: HashMap<Arc<str>, Instant>,
+    pub(crate) leaving: HashMap<Arc<str>, Instant>,
 }
 
 impl Wanted {
-    fn apply(&mut self, changes: Vec<ChannelChange>, delay: Duration) {
+    pub(crate) fn apply(&mut self, changes: Vec<ChannelChange>, delay: Duration) {
         let now = Instant::now();
         for change in changes {
             match change {
@@ -58,7 +58,7 @@ impl Wanted {
         }
     }
 
-    fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.leaving.values().min().copied()
     }
 }

@@ -177,8 +177,11 @@ pub struct ServerOptions {
 /// live in `switchboard_broker::BrokerConfig::new`.
 #[napi(object)]
 pub struct BrokerOptions {
-    /// `redis://host:port[/db]`.
-    pub redis: String,
+    /// Standalone Redis servers, `redis://host:port[/db]` each; channels
+    /// are sharded over them (one server: all channels on it).
+    pub redis: Option<Vec<String>>,
+    /// Or a Redis Cluster's seed nodes (sharded pub/sub, Redis 7).
+    pub cluster: Option<Vec<String>>,
     pub prefix: Option<String>,
     pub unsubscribe_delay_ms: Option<u32>,
     pub connect_timeout_ms: Option<u32>,
@@ -200,7 +203,13 @@ pub struct HistoryRuleOptions {
 
 /// The broker's config from its options.
 pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig {
-    let mut config = switchboard_broker::BrokerConfig::new(options.redis);
+    use switchboard_broker::Topology;
+    // TypeScript checked that exactly one of the two is given.
+    let topology = match (options.redis, options.cluster) {
+        (_, Some(seeds)) => Topology::Cluster(seeds),
+        (servers, None) => Topology::Sharded(servers.unwrap_or_default()),
+    };
+    let mut config = switchboard_broker::BrokerConfig::with_topology(topology);
     let ms = |v: u32| Duration::from_millis(u64::from(v));
     if let Some(prefix) = options.prefix {
         config.prefix = prefix;

@@ -140,7 +140,10 @@ export interface NativeServerOptions {
 }
 
 export interface NativeBrokerOptions {
-  redis: string;
+  /** Standalone servers (sharded when several). */
+  redis?: string[];
+  /** Or a Redis Cluster's seeds. */
+  cluster?: string[];
   prefix?: string;
   unsubscribeDelayMs?: number;
   connectTimeoutMs?: number;

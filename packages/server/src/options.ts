@@ -213,8 +213,19 @@ export interface ServerOptions {
 
 /** The broker that carries channels between servers (docs/scale-out.md); each default is in `crates/broker/src/config.rs`. */
 export interface BrokerOptions {
-  /** Redis (one standalone server): `redis://[user:password@]host:port[/db]`. */
-  redis: string;
+  /**
+   * Standalone Redis: one server, `redis://[user:password@]host:port[/db]`,
+   * or several, over which the channels are sharded by a hash of their name
+   * (rendezvous hashing; every server must get the same list, in any order).
+   * Give this or `cluster`.
+   */
+  redis?: string | string[];
+  /**
+   * A Redis Cluster (Redis 7, sharded pub/sub): one or more of its nodes'
+   * `redis://[user:password@]host:port` URLs, from which the rest is found.
+   * A channel `c` is the Redis channel `<prefix>{c}`. Give this or `redis`.
+   */
+  cluster?: string | string[];
   /** Put in front of every channel's name in Redis, so applications can share one Redis. Default `'switchboard:'`. */
   prefix?: string;
   /** Seconds a channel whose last subscriber on this server left stays subscribed in Redis. Default 1: a reload or reconnect subscribes again within it, at no cost to Redis. */
@@ -223,7 +234,7 @@ export interface BrokerOptions {
   connectTimeout?: number;
   /** Longest wait in seconds between reconnection attempts (starting at 50 ms, doubling). Default 2. */
   maxReconnectDelay?: number;
-  /** Publishes waiting to be written to Redis, at most; one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
+  /** Publishes waiting to be written to Redis, at most (per server when sharded; for the whole cluster); one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
   maxPendingPublishes?: number;
   /**
    * Which channels keep a history in Redis, so protocol clients can
@@ -498,17 +509,39 @@ export function nativeServer(options: ServerOptions, workers: number): Omit<Nati
   return out;
 }
 
+/** One `redis://` URL or a non-empty list of distinct ones. */
+function redisUrls(name: string, value: string | string[] | undefined): string[] {
+  const urls = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(urls) || urls.length === 0) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `${name} must be a redis:// URL or a non-empty array of them, got ${JSON.stringify(value)}`);
+  }
+  for (const url of urls) {
+    if (typeof url !== 'string' || !/^rediss?:\/\//.test(url)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `${name} must hold redis:// URLs, got ${JSON.stringify(url)}`);
+    }
+  }
+  if (new Set(urls).size !== urls.length) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `${name} names a server twice: ${JSON.stringify(urls)}`);
+  }
+  return [...urls];
+}
+
 function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
   if (options === null || typeof options !== 'object') {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker must be an object such as { redis: 'redis://127.0.0.1:6379' }, got ${String(options)}`);
   }
-  if (typeof options.redis !== 'string' || !/^rediss?:\/\//.test(options.redis)) {
-    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.redis must be a redis:// URL, got ${JSON.stringify(options.redis)}`);
+  if ((options.redis === undefined) === (options.cluster === undefined)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', 'broker needs exactly one of redis (standalone servers) and cluster (a Redis Cluster)');
   }
+  const which = options.cluster !== undefined ? 'cluster' : 'redis';
+  if (which === 'cluster' && options.history !== undefined && options.history.length > 0) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', 'broker.history needs standalone Redis servers (broker.redis): a Redis Cluster does not keep history yet');
+  }
+  const urls = redisUrls(`broker.${which}`, options.cluster ?? options.redis);
   if (options.prefix !== undefined && typeof options.prefix !== 'string') {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker.prefix must be a string, got ${String(options.prefix)}`);
   }
-  const out: NativeBrokerOptions = { redis: options.redis };
+  const out: NativeBrokerOptions = which === 'cluster' ? { cluster: urls } : { redis: urls };
   const set = <K extends keyof NativeBrokerOptions>(key: K, value: NativeBrokerOptions[K] | undefined) => {
     if (value !== undefined) out[key] = value;
   };

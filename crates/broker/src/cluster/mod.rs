@@ -1,0 +1,262 @@
+//! A Redis Cluster with sharded pub/sub (Redis 7: `SSUBSCRIBE`,
+//! `SPUBLISH`): a channel is carried by the master of its key slot
+//! (`crate::slot`; the Redis channel is `<prefix>{<channel>}`), so each
+//! master carries only its share of the traffic, where classic pub/sub in
+//! a cluster sends every message to every node.
+//!
+//! - `map`: which master serves which slot (`CLUSTER SLOTS`).
+//! - `subscriber`: one task for the whole cluster: the subscription set,
+//!   one pub/sub connection per master (`resp`, our own small RESP2
+//!   connection), the slot map and its refreshes, and the messages that
+//!   come back. It follows the cluster: a `-MOVED` answer or a
+//!   `sunsubscribe` that Redis sends when a slot moves away, a lost master
+//!   (failover) or a periodic refresh makes it read the map again and
+//!   subscribe the channels where they now live.
+//! - `publisher`: one task and one command connection per master:
+//!   `SPUBLISH`es routed by slot, pipelined per master; those answered
+//!   `-MOVED` are sent again, in order, to the new master before anything
+//!   later (a `MOVED` answer means the command did not run).
+//!
+//! Why not the `redis` crate's cluster client (1.8, `cluster-async`): it
+//! runs RESP3 pub/sub on its multiplexed connections, which take the
+//! `sunsubscribe` that Redis pushes when a slot moves for the reply to the
+//! oldest command in flight, and its subscription tracker then forgets the
+//! channel instead of moving it; it also retries failed commands itself,
+//! which could deliver a publish twice. Plain connections, with the
+//! routing here, keep the failure rules of docs/scale-out.md.
+
+mod map;
+mod publisher;
+mod resp;
+mod subscriber;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::RwLock;
+use switchboard_pubsub::ChannelChange;
+use switchboard_runtime::stats::Stats;
+use switchboard_runtime::{BridgeError, Server};
+use tokio::sync::mpsc;
+
+use crate::{slot, BrokerConfig, Command, Outgoing, Shared};
+use map::SlotMap;
+
+/// One master as the callers see it.
+pub(crate) struct NodeState {
+    pub(crate) addr: String,
+    /// This node's pub/sub connection to it is up.
+    pub(crate) subscribed: AtomicBool,
+    /// The publisher's command connection to it is up.
+    pub(crate) writable: AtomicBool,
+    /// Bumped when the pub/sub connection is lost or made: the publisher
+    /// then replaces its command connection before the next batch (the
+    /// master may have restarted under it).
+    pub(crate) epoch: AtomicU64,
+}
+
+/// The slot map as the callers and the publisher read it.
+pub(crate) struct View {
+    pub(crate) map: SlotMap,
+    /// Aligned with `map.nodes`.
+    pub(crate) nodes: Vec<Arc<NodeState>>,
+    /// Bumped with every new map.
+    pub(crate) generation: u64,
+}
+
+impl View {
+    fn empty() -> Self {
+        Self {
+            map: SlotMap::default(),
+            nodes: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    pub(crate) fn owner(&self, slot: u16) -> Option<&Arc<NodeState>> {
+        self.map.owner(slot).map(|i| &self.nodes[i])
+    }
+}
+
+/// What the cluster's tasks and the callers share.
+pub(crate) struct ClusterShared {
+    /// Tickets, closing; `subscriber_up` is "a complete slot map is
+    /// known", `publisher_up` "the publisher runs".
+    pub(crate) base: Shared,
+    pub(crate) view: RwLock<Arc<View>>,
+    /// The publisher saw a `MOVED` or lost a master: read the map again.
+    pub(crate) refresh: tokio::sync::Notify,
+    /// A new map was published: the publisher connects to new masters.
+    pub(crate) view_changed: tokio::sync::Notify,
+}
+
+/// The callers' side of the cluster.
+pub(crate) struct Cluster {
+    shared: Arc<ClusterShared>,
+    publishes: mpsc::Sender<Outgoing>,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+/// The broker thread's side.
+pub(crate) struct ClusterTasks {
+    shared: Arc<ClusterShared>,
+    seed: redis::ConnectionInfo,
+    seeds: Vec<String>,
+    publishes: mpsc::Receiver<Outgoing>,
+    commands: mpsc::UnboundedReceiver<Command>,
+}
+
+impl Cluster {
+    pub(crate) fn new(
+        seeds: &[String],
+        config: &BrokerConfig,
+    ) -> std::io::Result<(Self, ClusterTasks)> {
+        let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+        let mut infos = Vec::new();
+        for url in seeds {
+            let info = redis::Client::open(url.as_str())
+                .map_err(|e| invalid(format!("{url}: {e}")))?
+                .get_connection_info()
+                .clone();
+            let redis::ConnectionAddr::Tcp(host, port) = info.addr() else {
+                return Err(invalid(format!(
+                    "{url}: a cluster is reached over plain TCP"
+                )));
+            };
+            infos.push((format!("{host}:{port}"), info.clone()));
+        }
+        let Some((_, seed)) = infos.first().cloned() else {
+            return Err(invalid("no cluster seed given".into()));
+        };
+        let shared = Arc::new(ClusterShared {
+            base: Shared::default(),
+            view: RwLock::new(Arc::new(View::empty())),
+            refresh: tokio::sync::Notify::new(),
+            view_changed: tokio::sync::Notify::new(),
+        });
+        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
+        // Unbounded: see `Shard::new`.
+        let (commands, command_rx) = mpsc::unbounded_channel();
+        let tasks = ClusterTasks {
+            shared: shared.clone(),
+            seed,
+            seeds: infos.into_iter().map(|(addr, _)| addr).collect(),
+            publishes: publish_rx,
+            commands: command_rx,
+        };
+        Ok((
+            Self {
+                shared,
+                publishes,
+                commands,
+            },
+            tasks,
+        ))
+    }
+
+    pub(crate) fn publish(&self, channel: Vec<u8>, message: Vec<u8>) -> Result<(), BridgeError> {
+        if !self.shared.base.available() {
+            return Err(BridgeError::Unavailable);
+        }
+        {
+            // The master of the channel's slot must be reachable both ways:
+            // a publish refused now is better than one lost later.
+            let view = self.shared.view.read();
+            match view.owner(slot::slot(&channel)) {
+                Some(node)
+                    if node.subscribed.load(Ordering::Acquire)
+                        && node.writable.load(Ordering::Acquire) => {}
+                _ => return Err(BridgeError::Unavailable),
+            }
+        }
+        let outgoing = Outgoing {
+            channel,
+            message,
+            // History is refused with a cluster (see `Broker::attach`).
+            history: None,
+            ticket: self.shared.base.requested.load(Ordering::Acquire),
+        };
+        self.publishes.try_send(outgoing).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
+            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
+        })
+    }
+
+    pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
+        let base = &self.shared.base;
+        let joined = changes
+            .iter()
+            .any(|c| matches!(c, ChannelChange::Created(_)));
+        let ticket = if joined {
+            base.requested.fetch_add(1, Ordering::AcqRel) + 1
+        } else {
+            base.requested.load(Ordering::Acquire)
+        };
+        let _ = self.commands.send(Command::Changes(changes, ticket));
+    }
+
+    /// A complete slot map, and every master connected both ways.
+    pub(crate) fn available(&self) -> bool {
+        if !self.shared.base.available() {
+            return false;
+        }
+        let view = self.shared.view.read();
+        view.map.complete()
+            && view
+                .nodes
+                .iter()
+                .all(|n| n.subscribed.load(Ordering::Acquire) && n.writable.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.shared.base.closing.store(true, Ordering::Release);
+        self.shared.base.close.notify_one();
+        let _ = self.commands.send(Command::Shutdown);
+    }
+}
+
+impl ClusterTasks {
+    pub(crate) async fn run(
+        self,
+        config: Arc<BrokerConfig>,
+        node: u64,
+        server: Weak<Server>,
+        stats: Arc<Stats>,
+    ) {
+        let publisher = tokio::spawn(publisher::run(
+            self.shared.clone(),
+            self.seed.clone(),
+            config.clone(),
+            stats,
+            self.publishes,
+        ));
+        subscriber::run(subscriber::Setup {
+            shared: self.shared,
+            seed: self.seed,
+            seeds: self.seeds,
+            config,
+            node,
+            server,
+            commands: self.commands,
+            publisher,
+        })
+        .await;
+    }
+}
+
+/// The connection settings of the master at `addr` (`host:port`): the
+/// seed's, with that address.
+pub(crate) fn node_info(seed: &redis::ConnectionInfo, addr: &str) -> Option<redis::ConnectionInfo> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let port = port.parse().ok()?;
+    Some(
+        seed.clone()
+            .set_addr(redis::ConnectionAddr::Tcp(host.to_string(), port)),
+    )
+}
+
+/// Subscriptions confirmed up to `ticket`: publishes waiting may go.
+pub(crate) fn confirm(shared: &Shared, ticket: u64) {
+    shared.confirmed.fetch_max(ticket, Ordering::AcqRel);
+    shared.confirmations.notify_waiters();
+}

@@ -1,0 +1,263 @@
+//! The cluster's command side: every publish of this node as an
+//! `SPUBLISH` to the master of its slot, pipelined per master.
+//!
+//! Order: one task takes a batch, sends each master its part (all masters
+//! at once), and finishes the batch, `MOVED` answers included, before it
+//! takes the next. A slot moves at one moment, so a master's answers for
+//! one slot are some that ran followed by some `MOVED`; those are sent
+//! again in their order to the new master before any later publish, and a
+//! channel's publishes keep their order across the move. A `MOVED` answer
+//! means the command did not run, so sending it again cannot deliver it
+//! twice; a connection that failed mid-batch is not retried (it may have
+//! run), and its publishes are counted as lost, as with one Redis.
+//!
+//! Cost of the single task: a master that answers slowly holds back the
+//! batch, and so the others, for at most `connect_timeout` (the response
+//! timeout of these connections), after which its part is counted as lost.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use switchboard_runtime::stats::{self, Stats};
+use tokio::sync::mpsc;
+
+use super::{node_info, resp, ClusterShared, View};
+use crate::backoff::Backoff;
+use crate::{slot, BrokerConfig, Outgoing};
+
+/// Publishes per batch (as for one Redis).
+const BATCH: usize = 256;
+/// `MOVED` rounds per batch before the rest is given up as lost: a slot
+/// moves once in a batch; more means the cluster's masters disagree.
+const MAX_REDIRECTS: usize = 5;
+
+struct Connection {
+    connection: MultiplexedConnection,
+    /// `NodeState::epoch` when it was made.
+    epoch: u64,
+}
+
+pub(crate) async fn run(
+    shared: Arc<ClusterShared>,
+    seed: redis::ConnectionInfo,
+    config: Arc<BrokerConfig>,
+    stats: Arc<Stats>,
+    mut queue: mpsc::Receiver<Outgoing>,
+) {
+    shared.base.publisher_up.store(true, Ordering::Release);
+    let base = &shared.base;
+    let mut connections: HashMap<String, Connection> = HashMap::new();
+    // Slots seen moving (`MOVED`), until the next map says it itself.
+    let mut redirects: HashMap<u16, String> = HashMap::new();
+    let mut generation = 0;
+    let mut batch: Vec<Outgoing> = Vec::new();
+    let mut closing = false;
+    let mut backoff = Backoff::new(config.max_reconnect_delay);
+    // Masters the last attempt could not reach, and when to try again.
+    let mut failed: HashMap<String, tokio::time::Instant> = HashMap::new();
+    loop {
+        let view = shared.view.read().clone();
+        if view.generation != generation {
+            generation = view.generation;
+            redirects.clear();
+            connections.retain(|addr, _| view.map.nodes.contains(addr));
+            failed.retain(|addr, _| view.map.nodes.contains(addr));
+        }
+        // Connect to every master now (and again after a master's pub/sub
+        // connection was remade), so a publish is not refused for want of
+        // a connection; a master that cannot be reached is tried again
+        // after a back-off, meanwhile its channels' publishes are refused.
+        let mut unreachable = false;
+        let now = tokio::time::Instant::now();
+        for node in &view.nodes {
+            if failed.get(&node.addr).is_some_and(|at| *at > now) {
+                unreachable = true;
+                continue;
+            }
+            let made = connect(&mut connections, &seed, &config, &view, &node.addr).await;
+            node.writable.store(made, Ordering::Release);
+            if made {
+                failed.remove(&node.addr);
+            } else {
+                failed.insert(node.addr.clone(), now + backoff.next_delay());
+                unreachable = true;
+            }
+        }
+        if failed.is_empty() {
+            backoff.reset();
+        }
+        let retry = failed
+            .values()
+            .min()
+            .map_or(std::time::Duration::ZERO, |at| {
+                at.saturating_duration_since(now)
+            });
+        if !closing {
+            tokio::select! {
+                biased;
+                next = queue.recv() => match next {
+                    Some(next) => batch.push(next),
+                    None => closing = true,
+                },
+                _ = base.close.notified() => closing = true,
+                _ = shared.view_changed.notified() => continue,
+                _ = tokio::time::sleep(retry), if unreachable => continue,
+            }
+        }
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        if batch.is_empty() {
+            if closing {
+                return;
+            }
+            continue;
+        }
+        let needed = batch.iter().map(|o| o.ticket).max().unwrap_or(0);
+        loop {
+            let confirmed = base.confirmations.notified();
+            if base.confirmed.load(Ordering::Acquire) >= needed {
+                break;
+            }
+            confirmed.await;
+        }
+        let mut pending = std::mem::take(&mut batch);
+        let mut lost = 0usize;
+        for _ in 0..=MAX_REDIRECTS {
+            if pending.is_empty() {
+                break;
+            }
+            let view = shared.view.read().clone();
+            // Each master's part, in the batch's order.
+            let mut parts: Vec<(String, Vec<Outgoing>)> = Vec::new();
+            for outgoing in pending.drain(..) {
+                let slot = slot::slot(&outgoing.channel);
+                let owner = redirects
+                    .get(&slot)
+                    .map(String::as_str)
+                    .or_else(|| view.map.owner_addr(slot));
+                let Some(owner) = owner else {
+                    lost += 1;
+                    continue;
+                };
+                match parts.iter_mut().find(|(addr, _)| addr == owner) {
+                    Some((_, part)) => part.push(outgoing),
+                    None => parts.push((owner.to_string(), vec![outgoing])),
+                }
+            }
+            let mut sends = Vec::new();
+            for (addr, part) in parts {
+                if !connect(&mut connections, &seed, &config, &view, &addr).await {
+                    mark(&view, &addr, false);
+                    lost += part.len();
+                    continue;
+                }
+                let mut connection = connections[&addr].connection.clone();
+                sends.push(async move {
+                    let mut pipe = redis::pipe();
+                    for outgoing in &part {
+                        pipe.cmd("SPUBLISH")
+                            .arg(&outgoing.channel)
+                            .arg(&outgoing.message);
+                    }
+                    let answers = connection.req_packed_commands(&pipe, 0, part.len()).await;
+                    (addr, part, answers)
+                });
+            }
+            for (addr, part, answers) in join_all(sends).await {
+                match answers {
+                    Ok(answers) if answers.len() == part.len() => {
+                        for (outgoing, answer) in part.into_iter().zip(answers) {
+                            let redis::Value::ServerError(error) = answer else {
+                                continue;
+                            };
+                            let text =
+                                format!("{} {}", error.code(), error.details().unwrap_or(""));
+                            match resp::moved(&text) {
+                                Some((slot, to)) => {
+                                    redirects.insert(slot, to);
+                                    pending.push(outgoing);
+                                }
+                                // Refused (CLUSTERDOWN, NOPERM...): it did
+                                // not run, and will not.
+                                None => lost += 1,
+                            }
+                        }
+                    }
+                    _ => {
+                        // May have run: not sent again.
+                        lost += part.len();
+                        connections.remove(&addr);
+                        mark(&view, &addr, false);
+                        shared.refresh.notify_one();
+                    }
+                }
+            }
+            if !pending.is_empty() {
+                shared.refresh.notify_one();
+            }
+        }
+        lost += pending.len();
+        if lost > 0 {
+            stats::add(&stats.broker_publishes_lost, lost as u64);
+        }
+    }
+}
+
+/// Make sure there is a current command connection to `addr`; whether
+/// there is.
+async fn connect(
+    connections: &mut HashMap<String, Connection>,
+    seed: &redis::ConnectionInfo,
+    config: &BrokerConfig,
+    view: &View,
+    addr: &str,
+) -> bool {
+    let epoch = view
+        .nodes
+        .iter()
+        .find(|n| n.addr == addr)
+        .map(|n| n.epoch.load(Ordering::Acquire));
+    if let Some(existing) = connections.get(addr) {
+        if epoch.is_none() || epoch == Some(existing.epoch) {
+            return true;
+        }
+        connections.remove(addr);
+    }
+    let Some(info) = node_info(seed, addr) else {
+        return false;
+    };
+    let Ok(client) = redis::Client::open(info) else {
+        return false;
+    };
+    let settings = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(config.connect_timeout))
+        .set_response_timeout(Some(config.connect_timeout));
+    let connect = client.get_multiplexed_async_connection_with_config(&settings);
+    match tokio::time::timeout(config.connect_timeout, connect).await {
+        Ok(Ok(connection)) => {
+            connections.insert(
+                addr.to_string(),
+                Connection {
+                    connection,
+                    epoch: epoch.unwrap_or(0),
+                },
+            );
+            mark(view, addr, true);
+            true
+        }
+        _ => false,
+    }
+}
+
+fn mark(view: &View, addr: &str, writable: bool) {
+    if let Some(node) = view.nodes.iter().find(|n| n.addr == addr) {
+        node.writable.store(writable, Ordering::Release);
+    }
+}
