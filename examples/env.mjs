@@ -28,15 +28,18 @@ export function tlsFromEnv() {
 }
 
 /**
- * The broker from REDIS_URL (`redis://host:port`): given, the example's
- * channels span every process started with the same URL (docs/scale-out.md).
+ * The broker from REDIS_URL (`redis://host:port`) or NATS_URL
+ * (`nats://host:4222`): given, the example's channels span every process
+ * started with the same URL (docs/scale-out.md). Not both.
  */
 export function brokerFromEnv() {
-  const redis = process.env.REDIS_URL;
+  const { REDIS_URL: redis, NATS_URL: nats } = process.env;
+  if (redis && nats) throw new Error('give REDIS_URL or NATS_URL, not both');
+  if (nats) return { nats };
   return redis ? { redis } : undefined;
 }
 
-/** Start a server for `app` on PORT with WORKERS workers (and REDIS_URL's broker); close on SIGINT/SIGTERM. */
+/** Start a server for `app` on PORT with WORKERS workers (and REDIS_URL's or NATS_URL's broker); close on SIGINT/SIGTERM. */
 export async function startExample(name, app) {
   const workers = process.env.WORKERS === undefined ? os.availableParallelism() : Number(process.env.WORKERS);
   const port = process.env.PORT === undefined ? 9001 : Number(process.env.PORT);
@@ -45,7 +48,7 @@ export async function startExample(name, app) {
   const server = new Server({ app, workers, broker });
   const [address] = await server.listen([{ host: '127.0.0.1', port, tls }]);
   const scheme = tls ? 'wss' : 'ws';
-  const through = broker ? `, channels through ${broker.redis}` : '';
+  const through = broker ? `, channels through ${broker.redis ?? broker.nats}` : '';
   console.log(`${name} server listening on ${scheme}://127.0.0.1:${address.port}/ (${workers} workers${through})`);
   const stop = async () => {
     await server.close({ drainTimeout: 1000 });

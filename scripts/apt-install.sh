@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs distribution packages with apt-get, as root or through sudo: the
-# one way the setup scripts (setup-browser.sh, setup-redis.sh) install what
+# one way the setup scripts (setup-browser.sh, setup-redis.sh, setup-nats.sh) install what
 # a test needs on a fresh machine.
 #
 #   bash scripts/apt-install.sh <who> <what> <package>...

@@ -116,7 +116,7 @@ export declare class ServerHandle {
 }
 
 /**
- * Many nodes as one, through Redis pub/sub (docs/scale-out.md). Defaults
+ * Many nodes as one, through Redis or NATS pub/sub (docs/scale-out.md). Defaults
  * live in `switchboard_broker::BrokerConfig::new`.
  */
 export interface BrokerOptions {
@@ -127,6 +127,8 @@ export interface BrokerOptions {
   redis?: Array<string>
   /** Or a Redis Cluster's seed nodes (sharded pub/sub, Redis 7). */
   cluster?: Array<string>
+  /** Or NATS: one server, or several of one NATS cluster (`nats://`). */
+  nats?: Array<string>
   prefix?: string
   unsubscribeDelayMs?: number
   connectTimeoutMs?: number

@@ -1,7 +1,8 @@
 // The broadcast room of the SockJS study: every message any client sends on
 // `/` is published to every connected client, the sender included. The
 // fan-out is native: one publish, no JavaScript per recipient. With
-// REDIS_URL, every process started with the same URL is one room.
+// REDIS_URL (or NATS_URL), every process started with the same URL is one
+// room.
 import { defineApp } from 'switchboard';
 import { routeOptionsFromEnv } from '../env.mjs';
 
@@ -17,7 +18,7 @@ export default defineApp((app) => {
       try {
         app.publish(ROOM, data, { binary: isBinary });
       } catch (error) {
-        // With REDIS_URL, while Redis is unreachable: tell the sender
+        // With a broker, while it is unreachable: tell the sender
         // rather than drop the message silently (or close its connection).
         if (error.code !== 'ERR_BROKER_UNAVAILABLE' && error.code !== 'ERR_BROKER_BACKLOG') throw error;
         ws.send(`${error.code}: not sent`);

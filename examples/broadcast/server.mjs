@@ -9,6 +9,11 @@
 //
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=9002 node examples/broadcast/server.mjs &
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=9003 node examples/broadcast/server.mjs
+//
+// or NATS_URL (nats://host:4222) the same way, through NATS:
+//
+//   NATS_URL=nats://127.0.0.1:4222 PORT=9002 node examples/broadcast/server.mjs &
+//   NATS_URL=nats://127.0.0.1:4222 PORT=9003 node examples/broadcast/server.mjs
 import { startExample } from '../env.mjs';
 
 await startExample('broadcast', new URL('./app.mjs', import.meta.url));

@@ -97,6 +97,12 @@ export function startShardedNode(t, servers, options) {
   return startNode(t, { url: servers.map((s) => s.url).join(',') }, options);
 }
 
+/** A node on NATS (`nats`: one server, or an array of one NATS cluster's). */
+export function startNatsNode(t, nats, options) {
+  const urls = Array.isArray(nats) ? nats.map((n) => n.url) : [nats.url];
+  return startNode(t, { url: '' }, { ...options, env: { NATS_URL: urls.join(','), ...options.env } });
+}
+
 /** A node on a Redis Cluster (its seeds: every master's URL). */
 export function startClusterNode(t, cluster, options) {
   return startNode(t, { url: '' }, { ...options, env: { REDIS_CLUSTER: cluster.urls.join(',') } });

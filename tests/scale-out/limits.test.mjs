@@ -30,6 +30,17 @@ test('bad broker options throw ERR_INVALID_OPTION', () => {
     { redis: 'redis://127.0.0.1:6379', history: [{ channels: 'a.*', ttl: 0.5 }] },
     { redis: 'redis://127.0.0.1:6379', historyMetaTtl: -1 },
     { cluster: ['redis://127.0.0.1:7000'], history: [{ channels: '*' }] },
+    // NATS: exactly one of redis, cluster and nats; nats:// URLs; a prefix
+    // that can start a subject; no history.
+    { nats: [] },
+    { nats: 'redis://127.0.0.1:4222' },
+    { nats: ['nats://127.0.0.1:4222', 'nats://127.0.0.1:4222'] },
+    { nats: 'nats://127.0.0.1:4222', redis: 'redis://127.0.0.1:6379' },
+    { nats: 'nats://127.0.0.1:4222', cluster: ['redis://127.0.0.1:7000'] },
+    { nats: 'nats://127.0.0.1:4222', prefix: 'a..b.' },
+    { nats: 'nats://127.0.0.1:4222', prefix: 'app.*.' },
+    { nats: 'nats://127.0.0.1:4222', prefix: 'my app.' },
+    { nats: 'nats://127.0.0.1:4222', history: [{ channels: '*' }] },
   ];
   for (const broker of cases) {
     assert.throws(() => new Server({ workers: 0, broker }), { code: 'ERR_INVALID_OPTION' }, JSON.stringify(broker));

@@ -61,9 +61,15 @@ impl BrokerConfig {
 
     /// The defaults above for the given servers.
     pub fn with_topology(topology: Topology) -> Self {
+        // NATS separates a subject's tokens with `.`: `switchboard.` makes
+        // the prefix a token of its own (`switchboard.>` in permissions).
+        let prefix = match topology {
+            Topology::Nats(_) => "switchboard.",
+            _ => "switchboard:",
+        };
         Self {
             topology,
-            prefix: "switchboard:".into(),
+            prefix: prefix.into(),
             unsubscribe_delay: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(2),
             max_reconnect_delay: Duration::from_secs(2),

@@ -15,12 +15,14 @@
 //! a channel), `shard` (one standalone Redis: `publisher`, the `PUBLISH`
 //! connection, and `subscriber`, the subscription set and its connection),
 //! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
-//! slots), `history` (the scripts, reads, and gap tracking), `backoff`.
+//! slots), `history` (the scripts, reads, and gap tracking), `backoff`;
+//! `nats` carries the channels through NATS instead (no history).
 
 mod backoff;
 mod cluster;
 mod config;
 mod history;
+mod nats;
 mod publisher;
 mod shard;
 pub mod slot;
@@ -128,6 +130,8 @@ enum Engine {
     },
     /// A Redis Cluster.
     Cluster(cluster::Cluster),
+    /// NATS (`nats/`).
+    Nats(nats::Nats),
 }
 
 /// The Redis engine of one server.
@@ -180,6 +184,15 @@ impl Broker {
                 let (cluster, task) = cluster::Cluster::new(seeds, &config)?;
                 (Engine::Cluster(cluster), Tasks::Cluster(task))
             }
+            Topology::Nats(_) if !config.history.is_empty() => {
+                return Err(invalid(
+                    "history is kept in Redis; with NATS, channels keep none (give broker.redis for history)",
+                ));
+            }
+            Topology::Nats(servers) => {
+                let (nats, task) = nats::Nats::new(servers, &config)?;
+                (Engine::Nats(nats), Tasks::Nats(task))
+            }
         };
         let thread = {
             let (config, weak) = (config.clone(), weak.clone());
@@ -203,6 +216,7 @@ impl Broker {
                                 }
                             }
                             Tasks::Cluster(task) => task.run(config, node, weak, stats).await,
+                            Tasks::Nats(task) => task.run(config, node, weak, stats).await,
                         }
                     });
                 })?
@@ -230,6 +244,7 @@ impl Broker {
         match &self.engine {
             Engine::Sharded { shards, .. } => shards.iter().all(|s| s.shared.available()),
             Engine::Cluster(cluster) => cluster.available(),
+            Engine::Nats(nats) => nats.available(),
         }
     }
 }
@@ -238,6 +253,7 @@ impl Broker {
 enum Tasks {
     Sharded(Vec<shard::ShardTasks>),
     Cluster(cluster::ClusterTasks),
+    Nats(nats::NatsTasks),
 }
 
 impl Bridge for Broker {
@@ -248,9 +264,9 @@ impl Bridge for Broker {
         binary: bool,
         exclude: Option<u64>,
     ) -> Result<(), BridgeError> {
-        let redis_channel = self.config.redis_channel(channel);
         match &self.engine {
             Engine::Sharded { shards, route } => {
+                let redis_channel = self.config.redis_channel(channel);
                 let history = self.config.history_of(channel).map(|rule| {
                     Box::new(Append {
                         keys: self.config.history_keys(channel),
@@ -269,9 +285,12 @@ impl Bridge for Broker {
                 shards[route.pick(channel)].publish(redis_channel, message, history)
             }
             Engine::Cluster(cluster) => cluster.publish(
-                redis_channel,
+                self.config.redis_channel(channel),
                 wire::encode(self.node, binary, exclude, data),
             ),
+            Engine::Nats(nats) => {
+                nats.publish(channel, wire::encode(self.node, binary, exclude, data))
+            }
         }
     }
 
@@ -296,6 +315,7 @@ impl Bridge for Broker {
                 }
             }
             Engine::Cluster(cluster) => cluster.channels_changed(changes),
+            Engine::Nats(nats) => nats.channels_changed(changes),
         }
     }
 
@@ -325,6 +345,7 @@ impl Bridge for Broker {
         match &self.engine {
             Engine::Sharded { shards, .. } => shards.iter().for_each(Shard::shutdown),
             Engine::Cluster(cluster) => cluster.shutdown(),
+            Engine::Nats(nats) => nats.shutdown(),
         }
         let _ = thread.join();
     }
@@ -424,7 +445,7 @@ impl Broker {
         let rule = self.config.history_of(channel)?;
         match &self.engine {
             Engine::Sharded { shards, route } => Some((&shards[route.pick(channel)], rule)),
-            Engine::Cluster(_) => None,
+            Engine::Cluster(_) | Engine::Nats(_) => None,
         }
     }
 }

@@ -25,6 +25,10 @@ pub enum Topology {
     /// A Redis Cluster (Redis 7: `SSUBSCRIBE`/`SPUBLISH`), given by seed
     /// URLs; the rest of the cluster is discovered from them.
     Cluster(Vec<String>),
+    /// NATS: one server, or several of one NATS cluster (`nats://` URLs);
+    /// the client holds one connection, to one of them, and moves to
+    /// another when it fails. NATS routes; this node picks nothing.
+    Nats(Vec<String>),
 }
 
 /// Rendezvous hashing over a fixed list of server names. Pure.

@@ -173,7 +173,7 @@ pub struct ServerOptions {
     pub broker: Option<BrokerOptions>,
 }
 
-/// Many nodes as one, through Redis pub/sub (docs/scale-out.md). Defaults
+/// Many nodes as one, through Redis or NATS pub/sub (docs/scale-out.md). Defaults
 /// live in `switchboard_broker::BrokerConfig::new`.
 #[napi(object)]
 pub struct BrokerOptions {
@@ -182,6 +182,8 @@ pub struct BrokerOptions {
     pub redis: Option<Vec<String>>,
     /// Or a Redis Cluster's seed nodes (sharded pub/sub, Redis 7).
     pub cluster: Option<Vec<String>>,
+    /// Or NATS: one server, or several of one NATS cluster (`nats://`).
+    pub nats: Option<Vec<String>>,
     pub prefix: Option<String>,
     pub unsubscribe_delay_ms: Option<u32>,
     pub connect_timeout_ms: Option<u32>,
@@ -204,10 +206,11 @@ pub struct HistoryRuleOptions {
 /// The broker's config from its options.
 pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig {
     use switchboard_broker::Topology;
-    // TypeScript checked that exactly one of the two is given.
-    let topology = match (options.redis, options.cluster) {
-        (_, Some(seeds)) => Topology::Cluster(seeds),
-        (servers, None) => Topology::Sharded(servers.unwrap_or_default()),
+    // TypeScript checked that exactly one of the three is given.
+    let topology = match (options.redis, options.cluster, options.nats) {
+        (_, _, Some(servers)) => Topology::Nats(servers),
+        (_, Some(seeds), None) => Topology::Cluster(seeds),
+        (servers, None, None) => Topology::Sharded(servers.unwrap_or_default()),
     };
     let mut config = switchboard_broker::BrokerConfig::with_topology(topology);
     let ms = |v: u32| Duration::from_millis(u64::from(v));

@@ -144,6 +144,8 @@ export interface NativeBrokerOptions {
   redis?: string[];
   /** Or a Redis Cluster's seeds. */
   cluster?: string[];
+  /** Or NATS servers (one NATS cluster's). */
+  nats?: string[];
   prefix?: string;
   unsubscribeDelayMs?: number;
   connectTimeoutMs?: number;

@@ -217,16 +217,24 @@ export interface BrokerOptions {
    * Standalone Redis: one server, `redis://[user:password@]host:port[/db]`,
    * or several, over which the channels are sharded by a hash of their name
    * (rendezvous hashing; every server must get the same list, in any order).
-   * Give this or `cluster`.
+   * Give one of `redis`, `cluster` and `nats`.
    */
   redis?: string | string[];
   /**
    * A Redis Cluster (Redis 7, sharded pub/sub): one or more of its nodes'
    * `redis://[user:password@]host:port` URLs, from which the rest is found.
-   * A channel `c` is the Redis channel `<prefix>{c}`. Give this or `redis`.
+   * A channel `c` is the Redis channel `<prefix>{c}`. Give one of `redis`, `cluster` and `nats`.
    */
   cluster?: string | string[];
-  /** Put in front of every channel's name in Redis, so applications can share one Redis. Default `'switchboard:'`. */
+  /**
+   * NATS (core pub/sub, nats-server 2.2+): one server's URL,
+   * `nats://[user:password@]host:port` (or `tls://`), or several of one
+   * NATS cluster, of which the client keeps one connection. A channel is a
+   * subject, its name escaped (docs/scale-out.md, "NATS"). No history:
+   * `history` is refused with it. Give one of `redis`, `cluster` and `nats`.
+   */
+  nats?: string | string[];
+  /** Put in front of every channel's name in Redis (or NATS subject), so applications can share one broker. Default `'switchboard:'` (with NATS `'switchboard.'`: a token of its own; printable ASCII without space, `*`, `>`, `$`, `%`, no empty token). */
   prefix?: string;
   /** Seconds a channel whose last subscriber on this server left stays subscribed in Redis. Default 1: a reload or reconnect subscribes again within it, at no cost to Redis. */
   unsubscribeDelay?: number;
@@ -526,22 +534,51 @@ function redisUrls(name: string, value: string | string[] | undefined): string[]
   return [...urls];
 }
 
+/** Whether `prefix` can start every channel's NATS subject: `valid_prefix` in crates/broker/src/nats/subject.rs. */
+function natsPrefix(prefix: string): boolean {
+  return /^[!-~]*$/.test(prefix) && !/[%*>$]/.test(prefix) && !prefix.startsWith('.') && !prefix.includes('..');
+}
+
+function natsUrls(value: string | string[] | undefined): string[] {
+  const urls = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(urls) || urls.length === 0) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.nats must be a nats:// URL or a non-empty array of them, got ${JSON.stringify(value)}`);
+  }
+  for (const url of urls) {
+    if (typeof url !== 'string' || !/^(nats|tls):\/\/[^\s]+$/.test(url)) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `broker.nats must hold nats:// (or tls://) URLs, got ${JSON.stringify(url)}`);
+    }
+  }
+  if (new Set(urls).size !== urls.length) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.nats names a server twice: ${JSON.stringify(urls)}`);
+  }
+  return [...urls];
+}
+
 function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
   if (options === null || typeof options !== 'object') {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker must be an object such as { redis: 'redis://127.0.0.1:6379' }, got ${String(options)}`);
   }
-  if ((options.redis === undefined) === (options.cluster === undefined)) {
-    throw new SwitchboardError('ERR_INVALID_OPTION', 'broker needs exactly one of redis (standalone servers) and cluster (a Redis Cluster)');
+  const given = (['redis', 'cluster', 'nats'] as const).filter((key) => options[key] !== undefined);
+  if (given.length !== 1) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', 'broker needs exactly one of redis (standalone servers), cluster (a Redis Cluster) and nats (NATS)');
   }
-  const which = options.cluster !== undefined ? 'cluster' : 'redis';
+  const which = given[0] as 'redis' | 'cluster' | 'nats';
+  if (which === 'nats' && options.history !== undefined && options.history.length > 0) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', 'broker.history needs Redis (broker.redis): with NATS, channels keep no history');
+  }
   if (which === 'cluster' && options.history !== undefined && options.history.length > 0) {
     throw new SwitchboardError('ERR_INVALID_OPTION', 'broker.history needs standalone Redis servers (broker.redis): a Redis Cluster does not keep history yet');
   }
-  const urls = redisUrls(`broker.${which}`, options.cluster ?? options.redis);
+  const urls = which === 'nats' ? natsUrls(options.nats) : redisUrls(`broker.${which}`, options.cluster ?? options.redis);
   if (options.prefix !== undefined && typeof options.prefix !== 'string') {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker.prefix must be a string, got ${String(options.prefix)}`);
   }
-  const out: NativeBrokerOptions = which === 'cluster' ? { cluster: urls } : { redis: urls };
+  // As `valid_prefix` in crates/broker/src/nats/subject.rs.
+  if (which === 'nats' && options.prefix !== undefined && !natsPrefix(options.prefix)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.prefix must start a NATS subject (printable ASCII without space, %, *, > or $; no empty token), got ${JSON.stringify(options.prefix)}`);
+  }
+  const out: NativeBrokerOptions = which === 'nats' ? { nats: urls } : which === 'cluster' ? { cluster: urls } : { redis: urls };
   const set = <K extends keyof NativeBrokerOptions>(key: K, value: NativeBrokerOptions[K] | undefined) => {
     if (value !== undefined) out[key] = value;
   };
