@@ -33,6 +33,18 @@ export declare class ServerHandle {
    */
   recover(subscriber: number, channel: string, sinceEpoch: string | undefined | null, sinceOffset: number): Promise<RecoveryJs>
   /**
+   * Resolves with the members of `channel` on every node (the expired
+   * ones removed first). Rejects with `ERR_PRESENCE_UNAVAILABLE` when
+   * the channel keeps no presence, `ERR_BROKER_UNAVAILABLE` when Redis
+   * does not answer.
+   */
+  presence(channel: string): Promise<Array<MemberJs>>
+  /**
+   * What `subscriber` shows in presence: JSON text. False without a
+   * broker.
+   */
+  setPresenceInfo(subscriber: number, info: string): boolean
+  /**
    * Create a server (I/O threads start; nothing listens yet).
    *
    * The server belongs to the thread that created it: if that thread's
@@ -137,6 +149,9 @@ export interface BrokerOptions {
   /** Which channels keep a history (first match wins). */
   history?: Array<HistoryRuleOptions>
   historyMetaTtlSeconds?: number
+  /** Channels (names or `*` patterns) that keep presence. */
+  presence?: Array<string>
+  presenceTtlMs?: number
 }
 
 /** permessage-deflate options of a route. */
@@ -305,6 +320,13 @@ export interface HttpRouteStatsJs {
 export interface ListenAddress {
   host: string
   port: number
+}
+
+/** One member of a channel. */
+export interface MemberJs {
+  id: number
+  /** The info its app gave it: JSON text (`null` when none). */
+  info: string
 }
 
 /** `ServerHandle.recover`'s answer. */

@@ -33,7 +33,7 @@ export async function until(check, what, timeout = 5000) {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A node as a separate process on `redis`; `t.after` ends it. */
-export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, history, env = {} }) {
+export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, history, presence, presenceTtl, env = {} }) {
   const child = fork(fixture, [], {
     env: {
       ...process.env,
@@ -41,6 +41,7 @@ export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, histor
       BROKER_PREFIX: prefix,
       UNSUBSCRIBE_DELAY: String(unsubscribeDelay),
       ...(history ? { HISTORY: JSON.stringify(history) } : {}),
+      ...(presence ? { PRESENCE: JSON.stringify(presence), PRESENCE_TTL: String(presenceTtl ?? 30) } : {}),
       ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -30,6 +30,12 @@ test('bad broker options throw ERR_INVALID_OPTION', () => {
     { redis: 'redis://127.0.0.1:6379', history: [{ channels: 'a.*', ttl: 0.5 }] },
     { redis: 'redis://127.0.0.1:6379', historyMetaTtl: -1 },
     { cluster: ['redis://127.0.0.1:7000'], history: [{ channels: '*' }] },
+    // Presence: patterns checked; standalone Redis only for now.
+    { redis: 'redis://127.0.0.1:6379', presence: 'chat.*' },
+    { redis: 'redis://127.0.0.1:6379', presence: [''] },
+    { redis: 'redis://127.0.0.1:6379', presence: ['a'], presenceTtl: 0 },
+    { cluster: ['redis://127.0.0.1:7000'], presence: ['*'] },
+    { nats: 'nats://127.0.0.1:4222', presence: ['*'] },
     // NATS: exactly one of redis, cluster and nats; nats:// URLs; a prefix
     // that can start a subject; no history.
     { nats: [] },

@@ -39,6 +39,13 @@ pub struct BrokerConfig {
     /// back after its history expired learns that exactly (same epoch,
     /// offsets trimmed) instead of seeing a new epoch.
     pub history_meta_ttl: Duration,
+    /// Channels (names or `*` patterns) whose members are kept in Redis
+    /// for presence (empty: none).
+    pub presence: Vec<String>,
+    /// How long a member outlives its node's last refresh (nodes refresh
+    /// every third of it). Default 30 s: a crashed node's members are gone
+    /// within that; a live node refreshes its members every 10 s.
+    pub presence_ttl: Duration,
 }
 
 /// History for the channels whose name matches `pattern`.
@@ -76,6 +83,8 @@ impl BrokerConfig {
             max_pending_publishes: 65_536,
             history: Vec::new(),
             history_meta_ttl: Duration::from_secs(7 * 24 * 3600),
+            presence: Vec::new(),
+            presence_ttl: Duration::from_secs(30),
         }
     }
 
@@ -86,10 +95,27 @@ impl BrokerConfig {
             .find(|r| glob_matches(&r.pattern, channel))
     }
 
+    /// Whether `channel` keeps presence. A presence events channel never
+    /// does (its subscribers would have events of their own, and so on).
+    pub(crate) fn presence_of(&self, channel: &str) -> bool {
+        !channel.starts_with(crate::presence::EVENTS_PREFIX)
+            && self.presence.iter().any(|p| glob_matches(p, channel))
+    }
+
+    /// The keys of `channel`'s presence: members' infos and expiries.
+    pub(crate) fn presence_keys(&self, channel: &str) -> [Vec<u8>; 2] {
+        self.tagged_keys(channel, ":presence", ":presence-expiry")
+    }
+
     /// The keys of `channel`'s history: its stream and its meta hash
     /// (epoch and last offset). Both carry the hash tag `{<channel>}`, so a
     /// cluster keeps them in one slot and one script can touch both.
     pub(crate) fn history_keys(&self, channel: &str) -> [Vec<u8>; 2] {
+        self.tagged_keys(channel, ":history", ":meta")
+    }
+
+    /// `<prefix>{<channel>}<suffix>` for two suffixes: keys of one slot.
+    fn tagged_keys(&self, channel: &str, first: &str, second: &str) -> [Vec<u8>; 2] {
         let key = |suffix: &str| {
             let mut key = Vec::with_capacity(self.prefix.len() + channel.len() + 12);
             key.extend_from_slice(self.prefix.as_bytes());
@@ -99,7 +125,7 @@ impl BrokerConfig {
             key.extend_from_slice(suffix.as_bytes());
             key
         };
-        [key(":history"), key(":meta")]
+        [key(first), key(second)]
     }
 
     fn braced(&self) -> bool {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use redis::aio::MultiplexedConnection;
-use switchboard_runtime::history::{HistoryError, HistoryPage, Stored};
+use switchboard_runtime::history::{HistoryPage, QueryError, Stored};
 use switchboard_runtime::Position;
 
 use crate::{wire, BrokerConfig};
@@ -144,30 +144,49 @@ impl Reader {
         channel: &str,
         since: Option<Position>,
         limit: usize,
-    ) -> Result<HistoryPage, HistoryError> {
+    ) -> Result<HistoryPage, QueryError> {
         for _attempt in 0..2 {
             let Some(mut connection) = self.connection().await else {
-                return Err(HistoryError::Unavailable);
+                return Err(QueryError::Unavailable);
             };
             let read = self.invoke(&mut connection, channel, since, limit);
             match tokio::time::timeout(self.config.connect_timeout, read).await {
-                Ok(Ok(reply)) => return parse(reply, since).ok_or(HistoryError::Unavailable),
-                _ => *self.connection.lock().await = None,
+                Ok(Ok(reply)) => return parse(reply, since).ok_or(QueryError::Unavailable),
+                _ => self.lost().await,
             }
         }
-        Err(HistoryError::Unavailable)
+        Err(QueryError::Unavailable)
     }
 
-    async fn connection(&self) -> Option<MultiplexedConnection> {
+    /// The connection, made (and its scripts loaded) if there is none.
+    /// Presence writes share it (`presence.rs`): both are the broker's
+    /// questions and bookkeeping, apart from the publish pipeline.
+    pub(crate) async fn connection(&self) -> Option<MultiplexedConnection> {
         let mut slot = self.connection.lock().await;
         if slot.is_none() {
-            let connect = self.client.get_multiplexed_async_connection();
+            let connect = async {
+                let mut connection = self.client.get_multiplexed_async_connection().await.ok()?;
+                // Pipelines call scripts by hash: a new connection may be
+                // to a Redis that never saw them.
+                if !self.config.presence.is_empty() {
+                    for script in crate::presence::SCRIPTS {
+                        let mut load = redis::cmd("SCRIPT");
+                        load.arg("LOAD").arg(script);
+                        load.query_async::<String>(&mut connection).await.ok()?;
+                    }
+                }
+                Some(connection)
+            };
             *slot = tokio::time::timeout(self.config.connect_timeout, connect)
                 .await
-                .ok()?
-                .ok();
+                .ok()?;
         }
         slot.clone()
+    }
+
+    /// The connection failed: the next use makes a new one.
+    pub(crate) async fn lost(&self) {
+        *self.connection.lock().await = None;
     }
 
     async fn invoke(

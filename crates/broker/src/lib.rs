@@ -23,6 +23,7 @@ mod cluster;
 mod config;
 mod history;
 mod nats;
+pub mod presence;
 mod publisher;
 mod shard;
 pub mod slot;
@@ -36,11 +37,15 @@ use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 use switchboard_pubsub::ChannelChange;
-use switchboard_runtime::history::{HistoryError, HistoryPage, Recovery, Reply};
+use switchboard_runtime::history::{HistoryPage, QueryError, Recovery, Reply};
 use switchboard_runtime::{Bridge, BridgeError, Position, Server};
 
 pub use config::{BrokerConfig, HistoryRule};
-use history::Epochs;
+use history::{Epochs, Reader};
+use presence::PresenceCommand;
+use switchboard_pubsub::{MemberChange, MemberFilter};
+use switchboard_runtime::presence::Presence;
+use tokio::sync::mpsc;
 pub use topology::Topology;
 
 use shard::Shard;
@@ -144,6 +149,14 @@ pub struct Broker {
     runtime: tokio::runtime::Handle,
     epochs: Arc<Epochs>,
     server: Weak<Server>,
+    /// The presence task, when some channel keeps presence.
+    presence: Option<Presences>,
+}
+
+/// The callers' side of the presence task.
+struct Presences {
+    commands: mpsc::UnboundedSender<PresenceCommand>,
+    route: presence::Route,
 }
 
 impl Broker {
@@ -194,6 +207,27 @@ impl Broker {
                 (Engine::Nats(nats), Tasks::Nats(task))
             }
         };
+        let presence = match (&engine, config.presence.is_empty()) {
+            (_, true) => None,
+            (Engine::Cluster(_) | Engine::Nats(_), false) => {
+                return Err(invalid(
+                    "presence needs standalone Redis servers; a Redis Cluster or NATS does not keep it yet",
+                ));
+            }
+            (Engine::Sharded { shards, route }, false) => {
+                let readers: Vec<Arc<Reader>> = shards.iter().map(|s| s.reader.clone()).collect();
+                let route = route.clone();
+                let route: presence::Route = Arc::new(move |c| readers[route.pick(c)].clone());
+                let (commands, receiver) = mpsc::unbounded_channel();
+                let task = presence::Task::new(config.clone(), route.clone(), node);
+                let running = handle.spawn(task.run(receiver));
+                Some((Presences { commands, route }, running))
+            }
+        };
+        let (presence, presence_task) = match presence {
+            Some((presence, task)) => (Some(presence), Some(task)),
+            None => (None, None),
+        };
         let thread = {
             let (config, weak) = (config.clone(), weak.clone());
             std::thread::Builder::new()
@@ -218,6 +252,11 @@ impl Broker {
                             Tasks::Cluster(task) => task.run(config, node, weak, stats).await,
                             Tasks::Nats(task) => task.run(config, node, weak, stats).await,
                         }
+                        // Its goodbye (the leaves) is written before the
+                        // thread ends.
+                        if let Some(task) = presence_task {
+                            let _ = task.await;
+                        }
                     });
                 })?
         };
@@ -229,6 +268,7 @@ impl Broker {
             runtime: handle,
             epochs,
             server: weak,
+            presence,
         });
         server.attach_bridge(broker.clone());
         Ok(broker)
@@ -342,12 +382,49 @@ impl Bridge for Broker {
         // Publishes accepted so far still go out (to the other servers);
         // then this server unsubscribes. The subscriber tasks bound both
         // (`connect_timeout` each), so joining cannot hang on a dead Redis.
+        if let Some(presence) = &self.presence {
+            let _ = presence.commands.send(PresenceCommand::Shutdown);
+        }
         match &self.engine {
             Engine::Sharded { shards, .. } => shards.iter().for_each(Shard::shutdown),
             Engine::Cluster(cluster) => cluster.shutdown(),
             Engine::Nats(nats) => nats.shutdown(),
         }
         let _ = thread.join();
+    }
+
+    fn presence_filter(&self) -> Option<MemberFilter> {
+        self.presence
+            .as_ref()
+            .map(|_| Self::presence_filter_of(&self.config))
+    }
+
+    fn members_changed(&self, changes: Vec<MemberChange>) {
+        if let Some(presence) = &self.presence {
+            let _ = presence.commands.send(PresenceCommand::Members(changes));
+        }
+    }
+
+    fn set_presence_info(&self, subscriber: u64, info: Vec<u8>) {
+        if let Some(presence) = &self.presence {
+            let _ = presence
+                .commands
+                .send(PresenceCommand::Info(subscriber, info));
+        }
+    }
+
+    fn presence(&self, channel: &str, reply: Reply<Presence>) {
+        match &self.presence {
+            Some(presence) if self.config.presence_of(channel) => presence::spawn_read(
+                &self.runtime,
+                self.config.clone(),
+                (presence.route)(channel),
+                self.node,
+                channel,
+                reply,
+            ),
+            _ => reply(Err(QueryError::NoPresence)),
+        }
     }
 
     fn history(
@@ -358,7 +435,7 @@ impl Bridge for Broker {
         reply: Reply<HistoryPage>,
     ) {
         let Some((shard, _)) = self.history_shard(channel) else {
-            return reply(Err(HistoryError::NotKept));
+            return reply(Err(QueryError::NoHistory));
         };
         let (reader, channel) = (shard.reader.clone(), channel.to_owned());
         self.runtime.spawn(async move {
@@ -375,7 +452,7 @@ impl Bridge for Broker {
         reply: Reply<Recovery>,
     ) {
         let Some((shard, rule)) = self.history_shard(channel) else {
-            return reply(Err(HistoryError::NotKept));
+            return reply(Err(QueryError::NoHistory));
         };
         // The subscription the caller just made is covered by the ticket
         // of this moment: once Redis confirmed it, whatever the history
@@ -393,7 +470,7 @@ impl Bridge for Broker {
                 .await
                 .is_err()
             {
-                return reply(Err(HistoryError::Unavailable));
+                return reply(Err(QueryError::Unavailable));
             }
             let Some(since) = since else {
                 // Nothing to recover: the answer is the position to come
@@ -439,6 +516,11 @@ impl Bridge for Broker {
 }
 
 impl Broker {
+    fn presence_filter_of(config: &Arc<BrokerConfig>) -> MemberFilter {
+        let config = config.clone();
+        MemberFilter(Arc::new(move |channel| config.presence_of(channel)))
+    }
+
     /// The server holding `channel`'s history, and its rule; none when
     /// the channel keeps no history.
     fn history_shard(&self, channel: &str) -> Option<(&Shard, &HistoryRule)> {

@@ -32,6 +32,7 @@ pub enum Topology {
 }
 
 /// Rendezvous hashing over a fixed list of server names. Pure.
+#[derive(Clone)]
 pub struct Rendezvous {
     /// Each server's name, hashed once.
     seeds: Vec<u64>,

@@ -9,7 +9,7 @@
 use napi::bindgen_prelude::{Buffer, Object};
 use napi::{Env, Result};
 use napi_derive::napi;
-use switchboard_runtime::history::{HistoryError, HistoryPage, Recovery, Reply};
+use switchboard_runtime::history::{HistoryPage, QueryError, Recovery, Reply};
 use switchboard_runtime::Position;
 
 use crate::{coded, id_from_js, ServerHandle};
@@ -67,19 +67,20 @@ fn position_of(epoch: Option<String>, offset: f64) -> Result<Option<Position>> {
 
 /// The `Reply` that settles a promise: `Ok` through `to_js` on the
 /// JavaScript thread, an error as `Error("<code>: ...")`.
-fn settle<'env, T: Send + 'static, J: napi::bindgen_prelude::ToNapiValue + 'static>(
+pub(crate) fn settle<'env, T: Send + 'static, J: napi::bindgen_prelude::ToNapiValue + 'static>(
     env: &'env Env,
     what: &'static str,
     to_js: fn(T) -> J,
 ) -> Result<(Reply<T>, Object<'env>)> {
     let (deferred, promise) = env.create_deferred()?;
     let reply: Reply<T> = Box::new(
-        move |answer: std::result::Result<T, HistoryError>| match answer {
+        move |answer: std::result::Result<T, QueryError>| match answer {
             Ok(value) => deferred.resolve(move |_env| Ok(to_js(value))),
             Err(error) => {
                 let message = match error {
-                    HistoryError::NotKept => format!("{what}: the channel keeps no history"),
-                    HistoryError::Unavailable => format!("{what}: the broker did not answer"),
+                    QueryError::NoHistory => format!("{what}: the channel keeps no history"),
+                    QueryError::NoPresence => format!("{what}: the channel keeps no presence"),
+                    QueryError::Unavailable => format!("{what}: the broker did not answer"),
                 };
                 deferred.reject(coded(error.code(), message));
             }

@@ -9,6 +9,7 @@
 mod history;
 mod hot;
 mod options;
+mod presence;
 mod raw;
 mod routes;
 

@@ -192,6 +192,9 @@ pub struct BrokerOptions {
     /// Which channels keep a history (first match wins).
     pub history: Option<Vec<HistoryRuleOptions>>,
     pub history_meta_ttl_seconds: Option<u32>,
+    /// Channels (names or `*` patterns) that keep presence.
+    pub presence: Option<Vec<String>>,
+    pub presence_ttl_ms: Option<u32>,
 }
 
 /// History for the channels matching `channels` (TypeScript checked and
@@ -238,6 +241,12 @@ pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig
                 ttl: Duration::from_secs(u64::from(rule.ttl_seconds.max(1))),
             })
             .collect();
+    }
+    if let Some(patterns) = options.presence {
+        config.presence = patterns;
+    }
+    if let Some(v) = options.presence_ttl_ms {
+        config.presence_ttl = ms(v.max(30));
     }
     if let Some(v) = options.history_meta_ttl_seconds {
         config.history_meta_ttl = Duration::from_secs(u64::from(v.max(1)));

@@ -44,7 +44,7 @@ pub mod model;
 
 pub use error::{Error, ALL_ERROR_CODES};
 pub use fanout::{Target, INLINE_TARGETS};
-pub use registry::{ChannelChange, Registry};
+pub use registry::{ChannelChange, MemberChange, MemberFilter, Registry};
 pub use virtual_socket::VirtualSocket;
 
 /// Names a subscriber: a connection or a virtual socket. Both come from one

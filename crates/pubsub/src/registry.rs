@@ -61,6 +61,32 @@ pub struct Registry {
     log_changes: bool,
     /// Those transitions, in order, until the runtime takes them.
     changes: Vec<ChannelChange>,
+    /// The channels whose every join and leave is logged in `members`
+    /// (see [`Registry::log_member_changes`]); none by default.
+    member_filter: Option<MemberFilter>,
+    members: Vec<MemberChange>,
+}
+
+/// Which channels' memberships are logged (presence: the broker mirrors
+/// each member of those channels): a predicate on the channel's name.
+#[derive(Clone)]
+pub struct MemberFilter(pub Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for MemberFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemberFilter")
+    }
+}
+
+/// A subscriber joined or left a channel whose memberships are logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberChange {
+    /// The channel.
+    pub channel: Arc<str>,
+    /// The connection or virtual socket.
+    pub subscriber: SubscriberId,
+    /// Joined (else left).
+    pub joined: bool,
 }
 
 /// A channel came into existence or went away: the transitions a node
@@ -187,6 +213,7 @@ impl Registry {
             return 0;
         };
         for name in &names {
+            self.log_member(name, Some(name), subscriber, false);
             let now_empty = match self.channels.get_mut(name) {
                 Some(ch) => {
                     ch.remove(subscriber, is_virtual);
@@ -227,8 +254,44 @@ impl Registry {
         }
     }
 
+    /// Starts logging every join and leave of the channels `filter`
+    /// accepts (or stops, with `None`, dropping what was logged). Off by
+    /// default: one branch per membership change when off.
+    pub fn log_member_changes(&mut self, filter: Option<MemberFilter>) {
+        self.member_filter = filter;
+        if self.member_filter.is_none() {
+            self.members = Vec::new();
+        }
+    }
+
+    /// The joins and leaves logged since the last call, oldest first.
+    pub fn take_member_changes(&mut self) -> Vec<MemberChange> {
+        std::mem::take(&mut self.members)
+    }
+
+    fn log_member(
+        &mut self,
+        channel: &str,
+        name: Option<&Arc<str>>,
+        subscriber: SubscriberId,
+        joined: bool,
+    ) {
+        let Some(filter) = &self.member_filter else {
+            return;
+        };
+        if (filter.0)(channel) {
+            let channel = name.cloned().unwrap_or_else(|| Arc::from(channel));
+            self.members.push(MemberChange {
+                channel,
+                subscriber,
+                joined,
+            });
+        }
+    }
+
     /// Subscriber-side bookkeeping after `subscriber` joined a channel.
     fn after_join(&mut self, subscriber: SubscriberId, name: Arc<str>) {
+        self.log_member(&name, Some(&name), subscriber, true);
         self.subscribers.entry(subscriber).or_default().insert(name);
         self.subscriptions += 1;
     }
@@ -236,6 +299,7 @@ impl Registry {
     /// Bookkeeping after `subscriber` left `channel`: drops the channel if it
     /// `emptied` and the subscriber's entry if that was its last channel.
     fn after_leave(&mut self, subscriber: SubscriberId, channel: &str, emptied: bool) {
+        self.log_member(channel, None, subscriber, false);
         if emptied {
             if let Some(ch) = self.channels.remove(channel) {
                 self.log(|| ChannelChange::Removed(ch.name));
@@ -362,5 +426,47 @@ impl Registry {
             ));
         }
         self.check_virtual_sockets()
+    }
+}
+
+#[cfg(test)]
+mod member_log_tests {
+    use super::*;
+
+    #[test]
+    fn logs_joins_and_leaves_of_filtered_channels_only() {
+        let mut registry = Registry::new();
+        let filter = MemberFilter(Arc::new(|c: &str| c.starts_with("p.")));
+        registry.log_member_changes(Some(filter));
+        registry.subscribe(1, "p.room", 1);
+        registry.subscribe(1, "p.room", 1); // a count change: no join
+        registry.subscribe(2, "p.room", 1);
+        registry.subscribe(1, "other", 1);
+        registry.subscribe(1, "p.room", -2);
+        registry.subscribe(3, "p.hall", 1);
+        registry.unsubscribe_all(2, false);
+        registry.unsubscribe(3, "p.hall");
+        let log: Vec<(String, SubscriberId, bool)> = registry
+            .take_member_changes()
+            .into_iter()
+            .map(|c| (c.channel.to_string(), c.subscriber, c.joined))
+            .collect();
+        let expected = [
+            ("p.room", 1, true),
+            ("p.room", 2, true),
+            ("p.room", 1, false),
+            ("p.hall", 3, true),
+            ("p.room", 2, false),
+            ("p.hall", 3, false),
+        ];
+        let expected: Vec<(String, SubscriberId, bool)> = expected
+            .iter()
+            .map(|&(c, s, j)| (c.to_string(), s, j))
+            .collect();
+        assert_eq!(log, expected);
+        assert!(registry.take_member_changes().is_empty());
+        registry.log_member_changes(None);
+        registry.subscribe(9, "p.room", 1);
+        assert!(registry.take_member_changes().is_empty());
     }
 }

@@ -16,9 +16,10 @@
 //!   they return at once and answer through their `Reply`, on the broker's
 //!   thread (the binding turns that into a JavaScript promise).
 
-use switchboard_pubsub::ChannelChange;
+use switchboard_pubsub::{ChannelChange, MemberChange, MemberFilter};
 
 use crate::history::{HistoryPage, Position, Recovery, Reply};
+use crate::presence::Presence;
 
 /// Why a broker refused a publish: reported to the caller, never silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,4 +88,28 @@ pub trait Bridge: Send + Sync {
         limit: usize,
         reply: Reply<Recovery>,
     );
+
+    /// The channels whose every member the broker mirrors (presence), if
+    /// any: the registry then logs their joins and leaves.
+    fn presence_filter(&self) -> Option<MemberFilter> {
+        None
+    }
+
+    /// Subscribers joined or left channels of the presence filter. Called
+    /// under the registry's write lock, in order: record, do not wait.
+    fn members_changed(&self, changes: Vec<MemberChange>) {
+        let _ = changes;
+    }
+
+    /// What others see of `subscriber` in presence (JSON text), from now
+    /// on and in the channels it is a member of already.
+    fn set_presence_info(&self, subscriber: u64, info: Vec<u8>) {
+        let _ = (subscriber, info);
+    }
+
+    /// Who is in `channel`, on every node.
+    fn presence(&self, channel: &str, reply: Reply<Presence>) {
+        let _ = channel;
+        reply(Err(crate::history::QueryError::NoPresence));
+    }
 }

@@ -241,6 +241,7 @@ impl Server {
             return false;
         }
         registry.log_channel_changes(true);
+        registry.log_member_changes(bridge.presence_filter());
         let existing: Vec<ChannelChange> = registry
             .channels()
             .map(|name| ChannelChange::Created(Arc::from(name)))

@@ -76,30 +76,35 @@ pub struct Recovery {
     pub delivered: usize,
 }
 
-/// Why a history question got no answer: reported with a stable code.
+/// Why a question to the broker (history, recovery, presence) got no
+/// answer: reported with a stable code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HistoryError {
+pub enum QueryError {
     /// No broker, or the channel has no history (`ERR_HISTORY_UNAVAILABLE`).
-    NotKept,
+    NoHistory,
+    /// No broker, or the channel keeps no presence
+    /// (`ERR_PRESENCE_UNAVAILABLE`).
+    NoPresence,
     /// The broker could not be reached in time (`ERR_BROKER_UNAVAILABLE`).
     Unavailable,
 }
 
-impl HistoryError {
+impl QueryError {
     pub fn code(self) -> &'static str {
         match self {
-            HistoryError::NotKept => "ERR_HISTORY_UNAVAILABLE",
-            HistoryError::Unavailable => "ERR_BROKER_UNAVAILABLE",
+            QueryError::NoHistory => "ERR_HISTORY_UNAVAILABLE",
+            QueryError::NoPresence => "ERR_PRESENCE_UNAVAILABLE",
+            QueryError::Unavailable => "ERR_BROKER_UNAVAILABLE",
         }
     }
 }
 
 /// Where an answer goes: called once, on the broker's thread.
-pub type Reply<T> = Box<dyn FnOnce(Result<T, HistoryError>) + Send>;
+pub type Reply<T> = Box<dyn FnOnce(Result<T, QueryError>) + Send>;
 
 impl Server {
     /// Read `channel`'s history through the broker (`Bridge::history`);
-    /// without a broker the answer is `NotKept`, at once.
+    /// without a broker the answer is `NoHistory`, at once.
     pub fn history(
         &self,
         channel: &str,
@@ -109,7 +114,7 @@ impl Server {
     ) {
         match self.state.bridge.get() {
             Some(bridge) => bridge.history(channel, since, limit, reply),
-            None => reply(Err(HistoryError::NotKept)),
+            None => reply(Err(QueryError::NoHistory)),
         }
     }
 
@@ -125,7 +130,7 @@ impl Server {
     ) {
         match self.state.bridge.get() {
             Some(bridge) => bridge.recover(subscriber, channel, since, limit, reply),
-            None => reply(Err(HistoryError::NotKept)),
+            None => reply(Err(QueryError::NoHistory)),
         }
     }
 }

@@ -35,6 +35,7 @@ mod hook;
 pub mod http;
 mod opening;
 pub mod outbound;
+pub mod presence;
 mod reactor;
 mod rpc_reader;
 pub mod server;

@@ -207,6 +207,10 @@ impl ServerState {
             if !changes.is_empty() {
                 bridge.channels_changed(changes);
             }
+            let members = registry.take_member_changes();
+            if !members.is_empty() {
+                bridge.members_changed(members);
+            }
         }
         result
     }

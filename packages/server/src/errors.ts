@@ -39,6 +39,7 @@ export const ERROR_CODES = {
   ERR_COOKIE_NO_SECRET: { kind: 'throw', value: 0, description: 'A cookie is to be signed (`res.cookie(..., { signed: true })`, a session) but `app.cookieSecrets` is not set.' },
   ERR_BROKER_UNAVAILABLE: { kind: 'throw', value: 0, description: 'Thrown by `publish` on a server with a `broker`: the broker (Redis) is not connected, so the message would reach no server (not even this one, which delivers what comes back from Redis). Nothing was delivered; the server reconnects on its own. `history` rejects with it when Redis does not answer within `broker.connectTimeout`.' },
   ERR_HISTORY_UNAVAILABLE: { kind: 'throw', value: 0, description: 'Rejected by `history` (and answered to a protocol client\'s recovery as "no history"): the server has no `broker`, or the channel matches none of its `broker.history` rules.' },
+  ERR_PRESENCE_UNAVAILABLE: { kind: 'throw', value: 0, description: 'Rejected by `presence`: the server has no `broker`, or the channel matches none of its `broker.presence` patterns.' },
   ERR_BROKER_BACKLOG: { kind: 'throw', value: 0, description: 'Thrown by `publish` on a server with a `broker`: `broker.maxPendingPublishes` publishes are still waiting to be written to Redis. Nothing was delivered.' },
   ERR_SESSION_STORE: { kind: 'throw', value: 0, description: 'The session store failed: loading a session answers 500 (the error goes to the error handlers); saving, touching or destroying one after the response is reported by `handlerError`.' },
 } as const satisfies Record<string, ErrorCodeInfo>;

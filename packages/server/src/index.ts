@@ -72,6 +72,8 @@ export {
 export type { MetricsOptions } from './http/metrics.js';
 export type { ServerOptions, RouteOptions, CompressionOptions, RpcOptions, HttpOptions, SockJsOptions, StaticResponse, BrokerOptions, HistoryOptions } from './options.js';
 export type { HistoryPage, HistoryPublication, HistoryQuery, StreamPosition } from './history.js';
+export type { PresenceMember } from './presence.js';
+export { presenceChannel } from './presence.js';
 export type { TrustProxy } from './http/proxy.js';
 export {
   RpcService,

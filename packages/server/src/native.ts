@@ -153,6 +153,8 @@ export interface NativeBrokerOptions {
   maxPendingPublishes?: number;
   history?: NativeHistoryRule[];
   historyMetaTtlSeconds?: number;
+  presence?: string[];
+  presenceTtlMs?: number;
 }
 
 export interface NativeHistoryRule {
@@ -264,6 +266,10 @@ export interface NativeServerHandle {
   brokerReady(timeoutMs: number): Promise<unknown>;
   /** A channel's history after a position (or its newest `limit`), and its position now. */
   history(channel: string, sinceEpoch: string | null, sinceOffset: number, limit: number): Promise<NativeHistoryPage>;
+  /** The members of a channel on every node; `info` is JSON text. */
+  presence(channel: string): Promise<{ id: number; info: string }[]>;
+  /** What a subscriber shows in presence (JSON text); false without a broker. */
+  setPresenceInfo(subscriber: number, info: string): boolean;
   /** Queue for a subscriber what it missed of a channel after a position, once the subscription is in effect in the broker. */
   recover(subscriber: number, channel: string, sinceEpoch: string | null, sinceOffset: number): Promise<NativeRecovery>;
 }

@@ -8,6 +8,7 @@ import { EventEmitter } from 'node:events';
 import { type NativeHttpRouteStats, type NativeServerHandle, type NativeStats, native as nativeModule } from './native.js';
 import { SwitchboardError, liftNativeError, publishedCount } from './errors.js';
 import { type HistoryPage, type HistoryQuery, readHistory } from './history.js';
+import { type PresenceMember, readPresence, writePresenceInfo } from './presence.js';
 
 /** What may be sent: text (a string) or bytes. */
 export type MessageData = string | ArrayBuffer | ArrayBufferView;
@@ -196,6 +197,25 @@ export class Operations extends EventEmitter {
    */
   async history(channel: string, query: HistoryQuery = {}): Promise<HistoryPage> {
     return readHistory(this.native, channel, query);
+  }
+
+  /**
+   * The members of a channel that keeps presence (`broker.presence`), on
+   * every server, with their info. Rejects with `ERR_PRESENCE_UNAVAILABLE`
+   * (no broker, or no presence for the channel) or `ERR_BROKER_UNAVAILABLE`.
+   */
+  async presence(channel: string): Promise<PresenceMember[]> {
+    return readPresence(this.native, channel);
+  }
+
+  /**
+   * What a connection shows in presence (any JSON value): used when it
+   * joins a presence channel, and in the channels it is in already. Set it
+   * before subscribing (in `open`) so its join carries it. False without
+   * a broker.
+   */
+  setPresenceInfo(connection: number, info: unknown): boolean {
+    return writePresenceInfo(this.native, connection, info);
   }
 
   /** Start the closing handshake of any connection. */

@@ -252,6 +252,16 @@ export interface BrokerOptions {
   history?: HistoryOptions[];
   /** Seconds a channel's epoch and offset outlive its last publication. Default 7 days: longer than any history, so a client back after its history expired is told exactly that. */
   historyMetaTtl?: number;
+  /**
+   * Channels (names, or patterns where `*` stands for any run of
+   * characters) whose members are kept in Redis: `server.presence(channel)`
+   * lists them on every server, and their joins and leaves are published
+   * on the channel `'$presence:' + channel` (docs/scale-out.md, "Presence").
+   * Default none.
+   */
+  presence?: string[];
+  /** Seconds a member outlives its server's last refresh (servers refresh every third of it): a crashed server's members are gone within about this. Default 30. */
+  presenceTtl?: number;
 }
 
 /** History for some channels (docs/scale-out.md, "History and recovery"). */
@@ -589,6 +599,20 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
   set('maxPendingPublishes', count('broker.maxPendingPublishes', options.maxPendingPublishes));
   if (options.history !== undefined) out.history = nativeHistory(options.history);
   set('historyMetaTtlSeconds', wholeSeconds('broker.historyMetaTtl', options.historyMetaTtl));
+  if (options.presence !== undefined) {
+    if (!Array.isArray(options.presence) || !options.presence.every((p) => typeof p === 'string' && p !== '')) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `broker.presence must be an array of channel names or patterns such as ['chat.*']`);
+    }
+    if (which !== 'redis' && options.presence.length > 0) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', `broker.presence needs standalone Redis servers (broker.redis): broker.${which} does not keep presence yet`);
+    }
+    out.presence = [...options.presence];
+  }
+  const ttl = options.presenceTtl;
+  if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0.03 && ttl <= 86_400)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.presenceTtl must be a number of seconds in 0.03..86400, got ${String(ttl)}`);
+  }
+  set('presenceTtlMs', seconds('broker.presenceTtl', ttl));
   return out;
 }
 

@@ -1,0 +1,358 @@
+//! Presence in Redis (docs/scale-out.md, "Presence"): who is in a channel,
+//! on every node.
+//!
+//! A presence channel has two keys, hash-tagged with the channel like its
+//! history: a hash `<prefix>{<channel>}:presence` (member id → the info
+//! its app gave it, JSON text) and a sorted set
+//! `<prefix>{<channel>}:presence-expiry` (member id → when it expires, in
+//! Redis's milliseconds). Each node writes only its own members: it joins
+//! them as the registry logs them, refreshes them all every third of
+//! `presence_ttl`, and removes them when they leave. A node that stops
+//! (crash, SIGKILL, partition) stops refreshing: its members expire, and
+//! the next node to look (a read, or its own refresh of the channel)
+//! removes them. Joins and leaves, including those of expired members, are
+//! published as JSON on the channel `$presence:<channel>`, from inside the
+//! scripts, so every node's subscribers of that channel see each exactly
+//! once.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use switchboard_pubsub::MemberChange;
+use switchboard_runtime::history::{QueryError, Reply};
+use switchboard_runtime::presence::{Member, Presence};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::history::Reader;
+use crate::{wire, BrokerConfig};
+
+/// The channel that carries a presence channel's joins and leaves.
+pub const EVENTS_PREFIX: &str = "$presence:";
+
+/// Join (or refresh) a member. KEYS: the hash, the sorted set. ARGV: the
+/// events' Redis channel, their message head (`wire::head`), the member's
+/// id, its info, the TTL (ms). Publishes a join only for a member that was
+/// not there (a refresh, or an info update, is silent).
+const JOIN: &str = r#"
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local new = redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[2], now + ARGV[5], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+if new == 1 then
+  redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"join","id":' .. ARGV[3] .. ',"info":' .. ARGV[4] .. '}')
+end
+return new
+"#;
+
+/// Remove a member. KEYS as `JOIN`; ARGV: the events' Redis channel, the
+/// head, the id. Publishes the leave only if it was there.
+const LEAVE: &str = r#"
+local info = redis.call('HGET', KEYS[1], ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[3])
+if info then
+  redis.call('HDEL', KEYS[1], ARGV[3])
+  redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"leave","id":' .. ARGV[3] .. ',"info":' .. info .. '}')
+end
+return info and 1 or 0
+"#;
+
+/// Remove the expired members (publishing their leaves) and return the
+/// others as `[id, info, id, info, ...]`. KEYS as `JOIN`; ARGV: the events'
+/// Redis channel, the head.
+const SWEEP: &str = r#"
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
+  local info = redis.call('HGET', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+  if info then
+    redis.call('HDEL', KEYS[1], id)
+    redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"leave","id":' .. id .. ',"info":' .. info .. '}')
+  end
+end
+return redis.call('HGETALL', KEYS[1])
+"#;
+
+/// Loaded on every new connection (`Reader::connection`).
+pub(crate) const SCRIPTS: [&str; 3] = [JOIN, LEAVE, SWEEP];
+
+static JOIN_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(JOIN));
+static LEAVE_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(LEAVE));
+static SWEEP_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(SWEEP));
+
+/// The info of a member whose app gave none.
+const NO_INFO: &[u8] = b"null";
+
+/// Info set for an id that is in no presence channel is kept this long
+/// (the app usually sets it just before subscribing), then dropped, so ids
+/// that never join cannot grow the map.
+const UNJOINED_INFO_KEPT: Duration = Duration::from_secs(60);
+
+/// What the presence task is told.
+pub(crate) enum PresenceCommand {
+    Members(Vec<MemberChange>),
+    Info(u64, Vec<u8>),
+    Shutdown,
+}
+
+/// Where a channel's presence lives: the connection of its Redis server.
+pub(crate) type Route = Arc<dyn Fn(&str) -> Arc<Reader> + Send + Sync>;
+
+/// Joins and leaves of this node's members, written to Redis in order.
+pub(crate) struct Task {
+    config: Arc<BrokerConfig>,
+    route: Route,
+    head: Vec<u8>,
+    /// This node's members, per presence channel.
+    local: HashMap<Arc<str>, HashSet<u64>>,
+    /// Per member id: its info, how many presence channels it is in, and
+    /// when the info was set.
+    infos: HashMap<u64, (Vec<u8>, usize, Instant)>,
+}
+
+impl Task {
+    pub(crate) fn new(config: Arc<BrokerConfig>, route: Route, node: u64) -> Self {
+        Self {
+            config,
+            route,
+            head: wire::head(node, false, None, false),
+            local: HashMap::new(),
+            infos: HashMap::new(),
+        }
+    }
+
+    pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<PresenceCommand>) {
+        let every = self.config.presence_ttl / 3;
+        let mut refresh = tokio::time::interval_at(Instant::now() + every, every);
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                command = commands.recv() => match command {
+                    Some(PresenceCommand::Members(changes)) => {
+                        let mut batch = changes;
+                        // Everything already queued: one round of writes.
+                        while let Ok(PresenceCommand::Members(more)) = commands.try_recv() {
+                            batch.extend(more);
+                        }
+                        self.apply(batch).await;
+                    }
+                    Some(PresenceCommand::Info(id, info)) => self.set_info(id, info).await,
+                    Some(PresenceCommand::Shutdown) | None => return self.goodbye().await,
+                },
+                _ = refresh.tick() => self.refresh().await,
+            }
+        }
+    }
+
+    async fn apply(&mut self, changes: Vec<MemberChange>) {
+        let mut writes = Vec::with_capacity(changes.len());
+        for change in changes {
+            let members = self.local.entry(change.channel.clone()).or_default();
+            if change.joined {
+                if members.insert(change.subscriber) {
+                    self.counted(change.subscriber, 1);
+                    writes.push(Write::Join(change.channel, change.subscriber));
+                }
+            } else if members.remove(&change.subscriber) {
+                if members.is_empty() {
+                    self.local.remove(&change.channel);
+                }
+                self.counted(change.subscriber, -1);
+                writes.push(Write::Leave(change.channel, change.subscriber));
+            }
+        }
+        self.write(writes).await;
+    }
+
+    /// Keep a member's count of presence channels; its info goes with its
+    /// last one.
+    fn counted(&mut self, id: u64, delta: isize) {
+        let entry = self
+            .infos
+            .entry(id)
+            .or_insert_with(|| (NO_INFO.to_vec(), 0, Instant::now()));
+        entry.1 = entry.1.saturating_add_signed(delta);
+        if entry.1 == 0 && delta < 0 {
+            self.infos.remove(&id);
+        }
+    }
+
+    async fn set_info(&mut self, id: u64, info: Vec<u8>) {
+        let count = self.infos.get(&id).map_or(0, |e| e.1);
+        self.infos.insert(id, (info, count, Instant::now()));
+        // Members already in channels show the new info from now on.
+        let writes: Vec<Write> = self
+            .local
+            .iter()
+            .filter(|(_, members)| members.contains(&id))
+            .map(|(channel, _)| Write::Join(channel.clone(), id))
+            .collect();
+        self.write(writes).await;
+    }
+
+    /// Every member again, with a new expiry, and the channels swept of
+    /// other nodes' expired members.
+    async fn refresh(&mut self) {
+        let now = Instant::now();
+        self.infos
+            .retain(|_, (_, count, at)| *count > 0 || now.duration_since(*at) < UNJOINED_INFO_KEPT);
+        let mut writes = Vec::new();
+        for (channel, members) in &self.local {
+            writes.push(Write::Sweep(channel.clone()));
+            writes.extend(members.iter().map(|&id| Write::Join(channel.clone(), id)));
+        }
+        self.write(writes).await;
+    }
+
+    /// Leave every channel at shutdown, so the others see the leaves now
+    /// rather than after the TTL.
+    async fn goodbye(mut self) {
+        let writes = std::mem::take(&mut self.local)
+            .into_iter()
+            .flat_map(|(channel, members)| {
+                members
+                    .into_iter()
+                    .map(move |id| Write::Leave(channel.clone(), id))
+            })
+            .collect();
+        let _ = tokio::time::timeout(self.config.connect_timeout, self.write(writes)).await;
+    }
+
+    /// Run `writes` in order, pipelined per Redis server. A failed write
+    /// is not retried: the next refresh writes every member again, and a
+    /// lost leave expires with the TTL.
+    async fn write(&self, writes: Vec<Write>) {
+        let mut by_server: Vec<(Arc<Reader>, redis::Pipeline)> = Vec::new();
+        for write in writes {
+            let channel = write.channel();
+            let reader = (self.route)(channel);
+            let index = match by_server.iter().position(|(r, _)| Arc::ptr_eq(r, &reader)) {
+                Some(index) => index,
+                None => {
+                    by_server.push((reader, redis::pipe()));
+                    by_server.len() - 1
+                }
+            };
+            self.add(&mut by_server[index].1, &write);
+        }
+        for (reader, pipe) in by_server {
+            let Some(mut connection) = reader.connection().await else {
+                continue;
+            };
+            let sent = pipe.query_async::<()>(&mut connection);
+            if !matches!(
+                tokio::time::timeout(self.config.connect_timeout, sent).await,
+                Ok(Ok(()))
+            ) {
+                reader.lost().await;
+            }
+        }
+    }
+
+    fn add(&self, pipe: &mut redis::Pipeline, write: &Write) {
+        let channel = write.channel();
+        let [hash, expiry] = self.config.presence_keys(channel);
+        let events = self.config.redis_channel(&events_channel(channel));
+        let ttl = self.config.presence_ttl.as_millis().max(1) as u64;
+        match write {
+            Write::Join(_, id) => {
+                let info = self.infos.get(id).map_or(NO_INFO, |e| e.0.as_slice());
+                let mut call = JOIN_SCRIPT.prepare_invoke();
+                call.key(hash).key(expiry).arg(events).arg(&self.head);
+                call.arg(*id).arg(info).arg(ttl);
+                pipe.invoke_script(&call).ignore();
+            }
+            Write::Leave(_, id) => {
+                let mut call = LEAVE_SCRIPT.prepare_invoke();
+                call.key(hash)
+                    .key(expiry)
+                    .arg(events)
+                    .arg(&self.head)
+                    .arg(*id);
+                pipe.invoke_script(&call).ignore();
+            }
+            Write::Sweep(_) => {
+                let mut call = SWEEP_SCRIPT.prepare_invoke();
+                call.key(hash).key(expiry).arg(events).arg(&self.head);
+                pipe.invoke_script(&call).ignore();
+            }
+        }
+    }
+}
+
+/// One Redis write of the presence task.
+enum Write {
+    Join(Arc<str>, u64),
+    Leave(Arc<str>, u64),
+    Sweep(Arc<str>),
+}
+
+impl Write {
+    fn channel(&self) -> &str {
+        match self {
+            Write::Join(c, _) | Write::Leave(c, _) | Write::Sweep(c) => c,
+        }
+    }
+}
+
+/// The channel that carries `channel`'s joins and leaves.
+pub fn events_channel(channel: &str) -> String {
+    format!("{EVENTS_PREFIX}{channel}")
+}
+
+/// Who is in `channel`: its expired members swept first (their leaves
+/// published), then the rest read, in one atomic script.
+pub(crate) async fn read(
+    config: &BrokerConfig,
+    reader: &Reader,
+    node: u64,
+    channel: &str,
+) -> Result<Presence, QueryError> {
+    let [hash, expiry] = config.presence_keys(channel);
+    let events = config.redis_channel(&events_channel(channel));
+    let head = wire::head(node, false, None, false);
+    for _attempt in 0..2 {
+        let Some(mut connection) = reader.connection().await else {
+            return Err(QueryError::Unavailable);
+        };
+        let mut call = SWEEP_SCRIPT.prepare_invoke();
+        call.key(&hash).key(&expiry).arg(&events).arg(&head);
+        let swept = call.invoke_async::<Vec<(String, Vec<u8>)>>(&mut connection);
+        match tokio::time::timeout(config.connect_timeout, swept).await {
+            Ok(Ok(pairs)) => {
+                let mut members: Vec<Member> = pairs
+                    .into_iter()
+                    .filter_map(|(id, info)| {
+                        Some(Member {
+                            id: id.parse().ok()?,
+                            info,
+                        })
+                    })
+                    .collect();
+                members.sort_by_key(|m| m.id);
+                return Ok(Presence { members });
+            }
+            _ => reader.lost().await,
+        }
+    }
+    Err(QueryError::Unavailable)
+}
+
+/// Answer `reply` with the presence of `channel`, on the broker's runtime.
+pub(crate) fn spawn_read(
+    runtime: &tokio::runtime::Handle,
+    config: Arc<BrokerConfig>,
+    reader: Arc<Reader>,
+    node: u64,
+    channel: &str,
+    reply: Reply<Presence>,
+) {
+    let channel = channel.to_owned();
+    runtime.spawn(async move {
+        reply(read(&config, &reader, node, &channel).await);
+    });
+}
