@@ -152,6 +152,7 @@ export interface BrokerOptions {
   /** Channels (names or `*` patterns) that keep presence. */
   presence?: Array<string>
   presenceTtlMs?: number
+  probeIntervalMs?: number
 }
 
 /** permessage-deflate options of a route. */

@@ -225,3 +225,47 @@ export async function startCluster(t, { masters = 3, replicas = 0 } = {}) {
   };
   return cluster;
 }
+
+/**
+ * A TCP proxy in front of `redis` whose `muteSubscribers()` stops passing
+ * Redis's bytes to the connections that have sent a SUBSCRIBE, while
+ * keeping them open: a subscription gone silent, as after a failover
+ * behind a proxy. Connections made after it pass everything.
+ */
+export async function silencingProxy(t, redis) {
+  const muted = new Set();
+  const subscribers = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(redis.port, '127.0.0.1');
+    const link = { client, upstream };
+    client.on('data', (bytes) => {
+      if (/subscribe/i.test(bytes.toString('latin1'))) subscribers.add(link);
+      upstream.write(bytes);
+    });
+    upstream.on('data', (bytes) => {
+      if (!muted.has(link)) client.write(bytes);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      subscribers.delete(link);
+      muted.delete(link);
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.close();
+    for (const link of subscribers) link.client.destroy();
+  });
+  return {
+    url: `redis://127.0.0.1:${server.address().port}`,
+    /** Mute every subscribed connection; returns how many. */
+    muteSubscribers() {
+      for (const link of subscribers) muted.add(link);
+      return muted.size;
+    },
+  };
+}

@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, jsonCodec, tcpTransport } from 'switchboard-client/node';
 import { startRedis } from '../helpers/redis.mjs';
-import { sleep, startNode, until, wsClient } from './helpers.mjs';
+import { silencingProxy, sleep, startNode, until, wsClient } from './helpers.mjs';
 
 let runs = 0;
 const freshPrefix = () => `sbhist${process.pid}x${++runs}:`;
@@ -186,4 +186,30 @@ test('a node whose pub/sub connection is killed during traffic fills the gap fro
   await until(() => onB.received.length >= expected.length, 'every message on B', 10_000);
   await sleep(100);
   assert.deepEqual(onB.received, expected);
+});
+
+test('a subscription gone silent is found by the probes: the node subscribes again and fills the gap from the history', async (t) => {
+  const redis = await startRedis(t);
+  const proxy = await silencingProxy(t, redis);
+  const prefix = freshPrefix();
+  const a = await startNode(t, redis, { prefix, history });
+  const b = await startNode(t, { url: proxy.url }, { prefix, history, env: { PROBE_INTERVAL: '0.2' } });
+  const onB = await wsClient(t, b);
+  assert.equal(await onB.command('sub:h.quiet'), 'ok:sub:h.quiet');
+  await until(async () => (await redis.numsub(`${prefix}h.quiet`))[`${prefix}h.quiet`] === 1, 'B to subscribe');
+  await a.publish('h.quiet', '"before"');
+  await until(() => onB.received.length === 1, 'the first message');
+
+  // B's pub/sub connection stays open and says nothing more.
+  assert.ok(proxy.muteSubscribers() >= 1);
+  for (let i = 0; i < 5; i++) await a.publish('h.quiet', JSON.stringify(`during ${i}`));
+  await sleep(100);
+  assert.equal(onB.received.length, 1, 'nothing arrives over the silent subscription');
+
+  // Within two probe intervals B notices, subscribes again on a new
+  // connection, and fills the gap from the history.
+  await until(() => onB.received.length === 6, 'the missed five, after B subscribed again', 5000);
+  await a.publish('h.quiet', '"after"');
+  await until(() => onB.received.length === 7, 'the live stream again');
+  assert.deepEqual(onB.received, ['"before"', ...Array.from({ length: 5 }, (_, i) => JSON.stringify(`during ${i}`)), '"after"']);
 });

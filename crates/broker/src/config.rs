@@ -46,6 +46,11 @@ pub struct BrokerConfig {
     /// every third of it). Default 30 s: a crashed node's members are gone
     /// within that; a live node refreshes its members every 10 s.
     pub presence_ttl: Duration,
+    /// How often each pub/sub connection to a standalone Redis is probed
+    /// end to end (`probe.rs`); zero turns probes off. Default 5 s: a
+    /// silent subscription is found within 10 s, for one tiny PUBLISH per
+    /// connection every 5 s.
+    pub probe_interval: Duration,
 }
 
 /// History for the channels whose name matches `pattern`.
@@ -85,6 +90,7 @@ impl BrokerConfig {
             history_meta_ttl: Duration::from_secs(7 * 24 * 3600),
             presence: Vec::new(),
             presence_ttl: Duration::from_secs(30),
+            probe_interval: Duration::from_secs(5),
         }
     }
 

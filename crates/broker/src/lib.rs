@@ -24,6 +24,7 @@ mod config;
 mod history;
 mod nats;
 pub mod presence;
+mod probe;
 mod publisher;
 mod shard;
 pub mod slot;

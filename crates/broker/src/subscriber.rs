@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::history::{Admit, Positions, Reader};
+use crate::probe::Probe;
 use crate::{wire, BrokerConfig, Command, Shared};
 
 /// Names per SUBSCRIBE or UNSUBSCRIBE: one command stays well under Redis's
@@ -96,6 +97,7 @@ pub(crate) async fn run(
         reader,
         positions: Positions::default(),
     };
+    let mut probe = Probe::new(&config, node);
     let mut wanted = Wanted::default();
     // The highest ticket among the changes applied to `wanted`.
     let mut ticket = 0;
@@ -110,7 +112,11 @@ pub(crate) async fn run(
                 // connection: they are simply not subscribed again.
                 wanted.leaving.clear();
                 let synced = sync(&mut sink, &config, &mut wanted, &mut subscribed).await;
-                synced.ok().map(|()| (sink, stream))
+                let probed = match Probe::interval(&config) {
+                    Some(_) => sink.subscribe(probe.channel()).await.is_ok(),
+                    None => true,
+                };
+                (synced.is_ok() && probed).then_some((sink, stream))
             }
             _ => None,
         };
@@ -143,7 +149,21 @@ pub(crate) async fn run(
         if inbound.catch_up().await.is_err() {
             return;
         }
+        probe.reset();
+        let mut probes = Probe::interval(&config).map(|every| {
+            let mut timer = tokio::time::interval_at(Instant::now() + every, every);
+            timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            timer
+        });
         loop {
+            let probe_due = async {
+                match probes.as_mut() {
+                    Some(timer) => {
+                        timer.tick().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             let deadline = wanted.next_deadline();
             let due = async {
                 match deadline {
@@ -161,6 +181,7 @@ pub(crate) async fn run(
                         while let Some(Some(message)) = stream.next().now_or_never() {
                             batch.push(message);
                         }
+                        batch.retain(|m| !probe.received(m.get_channel_name().as_bytes(), m.get_payload_bytes()));
                         match inbound.deliver(&batch).await {
                             Ok(()) => Ok(()),
                             Err(Gone) => return,
@@ -181,7 +202,7 @@ pub(crate) async fn run(
                                 }
                                 Ok(Command::Shutdown) => {
                                     shared.subscriber_up.store(false, Ordering::Release);
-                                    return goodbye(&shared, &mut sink, &config, &subscribed, publisher.take()).await;
+                                    return goodbye(&shared, &mut sink, &config, &subscribed, probe.channel(), publisher.take()).await;
                                 }
                                 Err(_) => break,
                             }
@@ -195,9 +216,10 @@ pub(crate) async fn run(
                     }
                     Some(Command::Shutdown) | None => {
                         shared.subscriber_up.store(false, Ordering::Release);
-                        return goodbye(&shared, &mut sink, &config, &subscribed, publisher.take()).await;
+                        return goodbye(&shared, &mut sink, &config, &subscribed, probe.channel(), publisher.take()).await;
                     }
                 },
+                _ = probe_due => probe.tick(&inbound.reader, config.connect_timeout).await.map_err(|_| ()),
                 _ = due => {
                     let synced = sync(&mut sink, &config, &mut wanted, &mut subscribed).await;
                     inbound.positions.retain(|c| subscribed.contains(c));
@@ -228,6 +250,7 @@ async fn goodbye(
     sink: &mut PubSubSink,
     config: &BrokerConfig,
     subscribed: &HashSet<Arc<str>>,
+    probe_channel: &[u8],
     publisher: Option<tokio::task::JoinHandle<()>>,
 ) {
     // Nothing more will be subscribed here: publishes waiting for a
@@ -236,7 +259,8 @@ async fn goodbye(
     if let Some(publisher) = publisher {
         let _ = tokio::time::timeout(config.connect_timeout, publisher).await;
     }
-    let all: Vec<Vec<u8>> = subscribed.iter().map(|c| config.redis_channel(c)).collect();
+    let mut all: Vec<Vec<u8>> = subscribed.iter().map(|c| config.redis_channel(c)).collect();
+    all.push(probe_channel.to_vec());
     let _ = tokio::time::timeout(
         config.connect_timeout,
         chunked(sink, Verb::Unsubscribe, all),

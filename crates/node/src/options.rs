@@ -195,6 +195,7 @@ pub struct BrokerOptions {
     /// Channels (names or `*` patterns) that keep presence.
     pub presence: Option<Vec<String>>,
     pub presence_ttl_ms: Option<u32>,
+    pub probe_interval_ms: Option<u32>,
 }
 
 /// History for the channels matching `channels` (TypeScript checked and
@@ -244,6 +245,9 @@ pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig
     }
     if let Some(patterns) = options.presence {
         config.presence = patterns;
+    }
+    if let Some(v) = options.probe_interval_ms {
+        config.probe_interval = ms(v);
     }
     if let Some(v) = options.presence_ttl_ms {
         config.presence_ttl = ms(v.max(30));

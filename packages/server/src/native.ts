@@ -155,6 +155,7 @@ export interface NativeBrokerOptions {
   historyMetaTtlSeconds?: number;
   presence?: string[];
   presenceTtlMs?: number;
+  probeIntervalMs?: number;
 }
 
 export interface NativeHistoryRule {

@@ -260,6 +260,14 @@ export interface BrokerOptions {
    * Default none.
    */
   presence?: string[];
+  /**
+   * Seconds between end-to-end probes of each pub/sub connection to a
+   * standalone Redis: a token published to a channel of this server's own
+   * must come back by the next probe, else the subscription went silent
+   * and the server reconnects and subscribes again. 0 turns probes off.
+   * Default 5.
+   */
+  probeInterval?: number;
   /** Seconds a member outlives its server's last refresh (servers refresh every third of it): a crashed server's members are gone within about this. Default 30. */
   presenceTtl?: number;
 }
@@ -613,6 +621,7 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker.presenceTtl must be a number of seconds in 0.03..86400, got ${String(ttl)}`);
   }
   set('presenceTtlMs', seconds('broker.presenceTtl', ttl));
+  set('probeIntervalMs', seconds('broker.probeInterval', options.probeInterval));
   return out;
 }
 
