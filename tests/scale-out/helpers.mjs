@@ -28,9 +28,15 @@ export async function until(check, what, timeout = 5000) {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A node as a separate process on `redis`; `t.after` ends it. */
-export async function startNode(t, redis, { prefix, unsubscribeDelay = 1 }) {
+export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, nodeTtl }) {
   const child = fork(fixture, [], {
-    env: { ...process.env, REDIS_URL: redis.url, BROKER_PREFIX: prefix, UNSUBSCRIBE_DELAY: String(unsubscribeDelay) },
+    env: {
+      ...process.env,
+      REDIS_URL: redis.url,
+      BROKER_PREFIX: prefix,
+      UNSUBSCRIBE_DELAY: String(unsubscribeDelay),
+      ...(nodeTtl !== undefined && { NODE_TTL: String(nodeTtl) }),
+    },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   t.after(() => child.kill('SIGKILL'));
@@ -72,6 +78,7 @@ export async function wsClient(t, node) {
     else received.push(isBinary ? Buffer.from(data) : text);
   });
   return {
+    ws,
     received,
     command(text) {
       ws.send(text);

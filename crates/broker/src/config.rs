@@ -27,6 +27,13 @@ pub struct BrokerConfig {
     /// publish fails with `ERR_BROKER_BACKLOG`. Default 65,536 (the queue
     /// holds the encoded messages: 64 Ki messages of 1 KiB are 64 MiB).
     pub max_pending_publishes: usize,
+    /// How long this node's number stays claimed in Redis without a
+    /// heartbeat (sent every third of it), and how long the other nodes
+    /// count it live after its last heartbeat. Default 10 s: three
+    /// heartbeats may be lost (a Redis failover, a long pause) before the
+    /// number is free again, and a node that died is known dead, and its
+    /// number reusable, within that.
+    pub node_ttl: Duration,
 }
 
 impl BrokerConfig {
@@ -39,6 +46,7 @@ impl BrokerConfig {
             connect_timeout: Duration::from_secs(2),
             max_reconnect_delay: Duration::from_secs(2),
             max_pending_publishes: 65_536,
+            node_ttl: Duration::from_secs(10),
         }
     }
 

@@ -13,10 +13,13 @@
 //! its readiness loops and knows only the `Bridge` trait. Files: `config`
 //! (options), `wire` (the message format), `publisher` (the `PUBLISH`
 //! connection), `subscriber` (the subscription set and its connection),
-//! `backoff`.
+//! `nodes` (this node's number, its heartbeat, operations on other nodes'
+//! connections) and `node_wire` (their message format), `backoff`.
 
 mod backoff;
 mod config;
+pub mod node_wire;
+mod nodes;
 mod publisher;
 mod subscriber;
 pub mod wire;
@@ -27,7 +30,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 use switchboard_pubsub::ChannelChange;
-use switchboard_runtime::{Bridge, BridgeError, Server};
+use switchboard_runtime::{Bridge, BridgeError, Destination, NodeCommand, NodesView, Server};
 use tokio::sync::mpsc;
 
 pub use config::BrokerConfig;
@@ -58,6 +61,8 @@ pub(crate) struct Shared {
     /// (woken by `close`) sends what it accepted and ends.
     pub(crate) closing: AtomicBool,
     pub(crate) close: tokio::sync::Notify,
+    /// This node's number and what it knows of the others (`nodes.rs`).
+    pub(crate) nodes: nodes::Nodes,
 }
 
 impl Shared {
@@ -65,6 +70,7 @@ impl Shared {
         self.publisher_up.load(Ordering::Acquire)
             && self.subscriber_up.load(Ordering::Acquire)
             && !self.closing.load(Ordering::Acquire)
+            && self.nodes.number() != 0
     }
 }
 
@@ -112,6 +118,9 @@ impl Broker {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        // Ids of this node start at a random point (`ids.rs`), and carry
+        // its number once it is claimed.
+        server.seed_ids(nodes::random_id_start());
         let weak: Weak<Server> = Arc::downgrade(server);
         let stats = server.state().stats.clone();
         let thread = {
@@ -120,6 +129,19 @@ impl Broker {
                 .name("switchboard-broker".into())
                 .spawn(move || {
                     runtime.block_on(async move {
+                        // A number first: nothing is accepted before it.
+                        let Some(connection) = nodes::claim(&client, &config, &shared).await else {
+                            return;
+                        };
+                        if let Some(server) = weak.upgrade() {
+                            server.set_node(shared.nodes.number());
+                        }
+                        let heartbeat = tokio::spawn(nodes::heartbeat(
+                            client.clone(),
+                            config.clone(),
+                            shared.clone(),
+                            connection,
+                        ));
                         let publisher = tokio::spawn(publisher::run(
                             client.clone(),
                             config.clone(),
@@ -127,8 +149,17 @@ impl Broker {
                             stats,
                             publish_rx,
                         ));
-                        subscriber::run(client, config, shared, node, weak, command_rx, publisher)
-                            .await;
+                        subscriber::run(
+                            client,
+                            config.clone(),
+                            shared.clone(),
+                            node,
+                            weak,
+                            command_rx,
+                            publisher,
+                        )
+                        .await;
+                        nodes::leave(&config, &shared, heartbeat).await;
                     });
                 })?
         };
@@ -212,6 +243,14 @@ impl Bridge for Broker {
         self.shared.close.notify_one();
         let _ = self.commands.send(Command::Shutdown);
         let _ = thread.join();
+    }
+
+    fn forward(&self, commands: &[(Destination, NodeCommand<'_>)]) -> Result<(), BridgeError> {
+        nodes::forward(&self.config, &self.shared, &self.publishes, commands)
+    }
+
+    fn nodes(&self) -> NodesView {
+        self.shared.nodes.view(self.config.node_ttl)
     }
 }
 

@@ -86,7 +86,11 @@ pub(crate) async fn run(
                 // Channels waiting out their delay are not needed on a new
                 // connection: they are simply not subscribed again.
                 wanted.leaving.clear();
-                let synced = sync(&mut sink, &config, &mut wanted, &mut subscribed).await;
+                let own = crate::nodes::subscribe(&mut sink, &config, &shared).await;
+                let synced = match own {
+                    Ok(()) => sync(&mut sink, &config, &mut wanted, &mut subscribed).await,
+                    Err(()) => Err(()),
+                };
                 synced.ok().map(|()| (sink, stream))
             }
             _ => None,
@@ -131,9 +135,9 @@ pub(crate) async fn run(
                         // connection's messages of the batch leave in one
                         // write, at the uncork.
                         switchboard_runtime::cork();
-                        deliver(&server, &config, node, &message);
+                        deliver(&server, &config, &shared, node, &message);
                         while let Some(Some(message)) = stream.next().now_or_never() {
-                            deliver(&server, &config, node, &message);
+                            deliver(&server, &config, &shared, node, &message);
                         }
                         switchboard_runtime::uncork();
                         Ok(())
@@ -212,7 +216,18 @@ async fn goodbye(
 }
 
 /// Hand one message from Redis to the native fan-out.
-fn deliver(server: &Server, config: &BrokerConfig, node: u64, message: &redis::Msg) {
+fn deliver(
+    server: &Server,
+    config: &BrokerConfig,
+    shared: &Shared,
+    node: u64,
+    message: &redis::Msg,
+) {
+    // This node's channels (`nodes.rs`): operations on its connections,
+    // the other nodes' heartbeats.
+    if crate::nodes::is_node_message(config, message) {
+        return crate::nodes::handle(server, shared, message.get_payload_bytes());
+    }
     let Some(channel) = config.channel_of(message.get_channel_name().as_bytes()) else {
         return;
     };

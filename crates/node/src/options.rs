@@ -184,6 +184,7 @@ pub struct BrokerOptions {
     pub connect_timeout_ms: Option<u32>,
     pub max_reconnect_delay_ms: Option<u32>,
     pub max_pending_publishes: Option<u32>,
+    pub node_ttl_ms: Option<u32>,
 }
 
 /// The broker's config from its options.
@@ -204,6 +205,9 @@ pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig
     }
     if let Some(v) = options.max_pending_publishes {
         config.max_pending_publishes = v as usize;
+    }
+    if let Some(v) = options.node_ttl_ms {
+        config.node_ttl = ms(v);
     }
     config
 }

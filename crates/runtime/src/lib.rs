@@ -18,7 +18,8 @@
 //! - `reactor` (the I/O threads' readiness loops over sockets) on
 //!   `session` and `handshake`;
 //! - `server` on `reactor` and `state`; `channels` adds the channel
-//!   operations to `server`.
+//!   operations to `server`; `remote` routes them to the node of an id
+//!   (`ids`, pure) through the bridge.
 
 pub mod bridge;
 pub mod channels;
@@ -32,9 +33,11 @@ pub mod framing;
 mod handshake;
 mod hook;
 pub mod http;
+pub mod ids;
 mod opening;
 pub mod outbound;
 mod reactor;
+pub mod remote;
 mod rpc_reader;
 pub mod server;
 mod session;
@@ -45,7 +48,7 @@ mod stream;
 pub mod tls;
 pub mod wake;
 
-pub use bridge::{Bridge, BridgeError};
+pub use bridge::{Bridge, BridgeError, Destination, NodeCommand, NodesView};
 pub use config::{
     CompressionConfig, DotFiles, FileCacheConfig, HttpConfig, HttpRouteConfig, IoScheduling,
     ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy,

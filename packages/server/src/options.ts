@@ -223,8 +223,14 @@ export interface BrokerOptions {
   connectTimeout?: number;
   /** Longest wait in seconds between reconnection attempts (starting at 50 ms, doubling). Default 2. */
   maxReconnectDelay?: number;
-  /** Publishes waiting to be written to Redis, at most; one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
+  /** Publishes (and operations for other servers' connections) waiting to be written to Redis, at most; one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
   maxPendingPublishes?: number;
+  /**
+   * Seconds this server's node number stays claimed in Redis without a heartbeat (one every third of it), and how long
+   * the other servers count it live after its last one (docs/scale-out.md, "Nodes"). At least 1. Default 10: three
+   * heartbeats may be lost before the number is free again; a server that died is known gone within that.
+   */
+  nodeTtl?: number;
 }
 
 /** Limits and timeouts of plain HTTP requests; each has its default in `crates/runtime/src/config.rs`. */
@@ -499,6 +505,10 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
   set('connectTimeoutMs', seconds('broker.connectTimeout', options.connectTimeout));
   set('maxReconnectDelayMs', seconds('broker.maxReconnectDelay', options.maxReconnectDelay));
   set('maxPendingPublishes', count('broker.maxPendingPublishes', options.maxPendingPublishes));
+  if (options.nodeTtl !== undefined && !(typeof options.nodeTtl === 'number' && options.nodeTtl >= 1)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.nodeTtl must be a number of seconds >= 1, got ${String(options.nodeTtl)}`);
+  }
+  set('nodeTtlMs', seconds('broker.nodeTtl', options.nodeTtl));
   return out;
 }
 
