@@ -62,6 +62,10 @@ test('three nodes claim distinct numbers, know each other, and their connection 
     await until(async () => JSON.stringify((await stats(node)).brokerNodes) === JSON.stringify(sorted(numbers)), 'every node to know all three', 3000);
   }
 
+  const metrics = (await nodes[0].request('metrics')).result;
+  assert.match(metrics, /^switchboard_broker_nodes 3$/m);
+  assert.match(metrics, /^switchboard_broker_node_messages_invalid_total 0$/m);
+
   for (const [i, node] of nodes.entries()) {
     const ws = await wsWithId(t, node);
     assert.equal(nodeOf(ws.id), numbers[i], 'a WebSocket id names its node');

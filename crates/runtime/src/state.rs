@@ -124,8 +124,11 @@ impl ServerState {
             .values()
             .map(|c| c.outbound.buffered() as u64)
             .sum();
+        let nodes = self.bridge.get().map(|bridge| bridge.nodes());
         let registry = self.registry.read();
         StatsSnapshot {
+            broker_nodes_live: nodes.as_ref().map_or(0, |n| n.live.len() as u64),
+            broker_node_messages_invalid: nodes.as_ref().map_or(0, |n| n.invalid_messages),
             connections_open: stats::get(&s.connections_open),
             connections_total: stats::get(&s.connections_total),
             handshakes_rejected: stats::get(&s.handshakes_rejected),
