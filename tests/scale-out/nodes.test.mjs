@@ -45,6 +45,16 @@ async function rpcClient(t, node, into) {
 
 const sorted = (list) => [...list].sort((x, y) => x - y);
 
+/** `promise`, or a failure after `ms`: every wait here is bounded. */
+function within(promise, what, ms = 5000) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+
 test('three nodes claim distinct numbers, know each other, and their connection ids carry them', async (t) => {
   const redis = await startRedis(t);
   const prefix = freshPrefix();
@@ -113,16 +123,16 @@ test('send, subscribe, unsubscribe and close by id reach WebSocket and protocol 
   // Close by id with a code: the WebSocket sees it.
   const closed = once(onB.ws, 'close');
   assert.equal((await a.request('end', { conn: onB.id, code: 4001, reason: 'kicked' })).result, true);
-  const [code, reason] = await closed;
+  const [code, reason] = await within(closed, 'the WebSocket to close');
   assert.deepEqual([code, reason.toString()], [4001, 'kicked']);
 
   // And a protocol connection gets its GO_AWAY with the reason's code.
   const goAway = new Promise((resolve) => rpc.once('goaway', resolve));
   const ended = new Promise((resolve) => rpc.once('closed', resolve));
   assert.equal((await b.request('end', { conn: rpc.id, code: 4002, reason: 'ERR_KICKED: bye' })).result, true);
-  const event = await goAway;
+  const event = await within(goAway, 'the GO_AWAY');
   assert.equal(event.code, 'ERR_KICKED');
-  await ended;
+  await within(ended, 'the protocol client to close');
 });
 
 test('publishTo across nodes: channels and ids of every node, each recipient once', async (t) => {
@@ -228,4 +238,21 @@ test('malformed node messages are counted and ignored; a broker down refuses sen
   assert.equal((await a.request('end', { conn: onB.id, code: 1000, reason: '' })).error, 'ERR_BROKER_UNAVAILABLE');
   assert.equal((await a.request('publishTo', { targets: [onB.id], text: 'x' })).error, 'ERR_BROKER_UNAVAILABLE');
   assert.equal((await a.request('subscribe', { ids: [onB.id], channel: 'room' })).error, 'ERR_BROKER_UNAVAILABLE');
+});
+
+test('the heartbeat takes a lost key back and counts a number taken by another node', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const node = await startNode(t, redis, { prefix, nodeTtl: 1 });
+  const n = (await stats(node)).brokerNode;
+  const key = "ARGV[1] .. '\\255node:' .. ARGV[2]";
+  // The key vanishes (as in a Redis restart): the next heartbeat claims it again.
+  assert.equal(await redis.cli('EVAL', `return redis.call('DEL', ${key})`, '0', prefix, String(n)), '1');
+  await until(async () => (await nodeKeys(redis, prefix)).includes(n), 'the key to be claimed again', 2000);
+  assert.equal((await stats(node)).brokerNodeConflicts, 0);
+  // Another node holds it: counted, and the number is kept (ids carry it).
+  assert.equal(await redis.cli('EVAL', `return redis.call('SET', ${key}, 'intruder', 'PX', '60000')`, '0', prefix, String(n)), 'OK');
+  await until(async () => (await stats(node)).brokerNodeConflicts >= 1, 'the conflict to be counted', 2000);
+  assert.equal((await stats(node)).brokerNode, n);
+  assert.equal(await redis.cli('EVAL', `return redis.call('GET', ${key})`, '0', prefix, String(n)), 'intruder', 'the other holder\'s key is left alone');
 });
