@@ -75,7 +75,9 @@ export declare class ServerHandle {
   /**
    * Start the closing handshake. A protocol connection sends a GO_AWAY
    * first (its code from `reason`) unless `goAway` is false: its
-   * JavaScript peer wrote one already.
+   * JavaScript peer wrote one already. A connection of another node:
+   * true once handed to the broker (which may throw
+   * `ERR_BROKER_UNAVAILABLE` / `ERR_BROKER_BACKLOG`).
    */
   end(connection: number, code: number, reason: string, goAway?: boolean | undefined | null): boolean
   /**
@@ -83,7 +85,7 @@ export declare class ServerHandle {
    * HTTP connection `http` carried: its answer, waiting for them, goes.
    */
   sockjsSent(http: number): boolean
-  /** Drop the connection at once. */
+  /** Drop the connection at once (on any node, as `end`). */
   terminate(connection: number): boolean
   /** Bytes queued and not yet written (-1 when closed). */
   bufferedAmount(connection: number): number
@@ -91,14 +93,20 @@ export declare class ServerHandle {
   resolveUpgrade(connection: number, accept: boolean, status: number, reason: string, protocol?: string | undefined | null): boolean
   /**
    * Publish to channels and subscribers (connections or virtual sockets)
-   * at once; each recipient gets the message once.
+   * at once, on every node; each recipient gets the message once.
+   * Returns the recipients on this node.
    */
   publishTo(channels: Array<string>, subscribers: Array<number>, data: Uint8Array, binary: boolean, exclude?: number | undefined | null): number
   /**
-   * Add `delta` to the subscription counts; returns the subscribers whose
-   * membership changed.
+   * Add `delta` to the subscription counts; returns the subscribers of
+   * this node whose membership changed (those of other nodes are
+   * handed to the broker and never listed).
    */
   subscribe(subscribers: Array<number>, channel: string, delta: number): Array<number>
+  /**
+   * True when a subscription of this node was removed, or the request
+   * was handed to the broker for another node's subscriber.
+   */
   unsubscribe(subscriber: number, channel: string): boolean
   isSubscribed(subscriber: number, channel: string): boolean
   subscriberCount(channel: string): number
@@ -153,6 +161,7 @@ export interface BrokerOptions {
   presence?: Array<string>
   presenceTtlMs?: number
   probeIntervalMs?: number
+  nodeTtlMs?: number
 }
 
 /** permessage-deflate options of a route. */
@@ -492,6 +501,21 @@ export interface StatsJs {
    * they were sent (docs/scale-out.md).
    */
   brokerPublishesLost: number
+  /**
+   * This server's node number (docs/scale-out.md, "Nodes"): 0 without
+   * a broker, or before one was claimed.
+   */
+  brokerNode: number
+  /**
+   * The live nodes sharing the broker (heard from within
+   * `broker.nodeTtl`), this one included, ascending; empty without a
+   * broker.
+   */
+  brokerNodes: Array<number>
+  /** Node messages from Redis that were malformed (ignored). */
+  brokerNodeMessagesInvalid: number
+  /** Heartbeats that found this node's number held by another node. */
+  brokerNodeConflicts: number
   workers: Array<WorkerStatsJs>
   /** HTTP responses by route label, those that counted one. */
   http: Array<HttpRouteStatsJs>

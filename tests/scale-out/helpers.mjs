@@ -33,13 +33,14 @@ export async function until(check, what, timeout = 5000) {
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A node as a separate process on `redis`; `t.after` ends it. */
-export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, history, presence, presenceTtl, env = {} }) {
+export async function startNode(t, redis, { prefix, unsubscribeDelay = 1, nodeTtl, history, presence, presenceTtl, env = {} }) {
   const child = fork(fixture, [], {
     env: {
       ...process.env,
       REDIS_URL: redis.url,
       BROKER_PREFIX: prefix,
       UNSUBSCRIBE_DELAY: String(unsubscribeDelay),
+      ...(nodeTtl !== undefined && { NODE_TTL: String(nodeTtl) }),
       ...(history ? { HISTORY: JSON.stringify(history) } : {}),
       ...(presence ? { PRESENCE: JSON.stringify(presence), PRESENCE_TTL: String(presenceTtl ?? 30) } : {}),
       ...env,
@@ -85,6 +86,7 @@ export async function wsClient(t, node) {
     else received.push(isBinary ? Buffer.from(data) : text);
   });
   return {
+    ws,
     received,
     command(text) {
       ws.send(text);
@@ -268,4 +270,14 @@ export async function silencingProxy(t, redis) {
       return muted.size;
     },
   };
+}
+
+/**
+ * The channels of `prefix` a Redis has subscribers for, without the
+ * servers' own (the nodes' `<prefix>\xFF...`, which Redis's reply shows
+ * as U+FFFD, and the probes' `<prefix>$probe:...`).
+ */
+export async function userChannels(redis, prefix) {
+  const names = await redis.channels(`${prefix}*`);
+  return names.filter((name) => !name.includes('\ufffd') && !name.startsWith(`${prefix}$probe:`));
 }

@@ -176,7 +176,8 @@ test('a node whose pub/sub connection is killed during traffic fills the gap fro
   // A publishes while Redis drops B's pub/sub connection, twice.
   const burst = a.request('burst', { channel: 'h.burst', tag: 'm', count: 400 });
   await sleep(20);
-  assert.equal(Number(await redis.cli('CLIENT', 'KILL', 'TYPE', 'pubsub')), 1);
+  // B's, and A's (for its node channels).
+  assert.ok(Number(await redis.cli('CLIENT', 'KILL', 'TYPE', 'pubsub')) >= 1);
   await sleep(60);
   await redis.cli('CLIENT', 'KILL', 'TYPE', 'pubsub');
   assert.equal((await burst).result, 400);

@@ -5,7 +5,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { startRedis } from '../helpers/redis.mjs';
-import { sleep, startShardedNode, until, wsClient } from './helpers.mjs';
+import { sleep, startShardedNode, until, userChannels, wsClient } from './helpers.mjs';
 
 const prefix = `sbshard${process.pid}:`;
 const channels = Array.from({ length: 16 }, (_, i) => `ch${i}`);
@@ -19,7 +19,7 @@ test('channels spread over two Redis servers, cross-node delivery, and a stopped
   for (const c of channels) assert.equal(await onB.command(`sub:${c}`), `ok:sub:${c}`);
 
   // Every channel is subscribed on exactly one server, and both have some.
-  const placed = async () => Promise.all(servers.map(async (s) => (await s.channels(`${prefix}*`)).map((c) => c.slice(prefix.length))));
+  const placed = async () => Promise.all(servers.map(async (s) => (await userChannels(s, prefix)).map((c) => c.slice(prefix.length))));
   const [on0, on1] = await until(async () => {
     const lists = await placed();
     return lists[0].length + lists[1].length === channels.length ? lists : null;
@@ -42,7 +42,7 @@ test('channels spread over two Redis servers, cross-node delivery, and a stopped
 
   // Back (empty, same port): B subscribes again there, publishes flow.
   await servers[1].start();
-  await until(async () => (await servers[1].channels(`${prefix}*`)).length === on1.length, 'resubscribed on server 1', 10_000);
+  await until(async () => (await userChannels(servers[1], prefix)).length === on1.length, 'resubscribed on server 1', 10_000);
   let n = 0;
   await until(async () => {
     const text = `back ${++n}`;
@@ -58,7 +58,7 @@ test('with three servers a node publishes in order per channel, and the goodbye 
   const onB = await wsClient(t, b);
   for (const c of channels) assert.equal(await onB.command(`sub:${c}`), `ok:sub:${c}`);
   await until(async () => {
-    const counts = await Promise.all(servers.map(async (s) => (await s.channels(`${prefix}*`)).length));
+    const counts = await Promise.all(servers.map(async (s) => (await userChannels(s, prefix)).length));
     return counts.reduce((x, y) => x + y) === channels.length && counts.every((x) => x > 0);
   }, 'channels on all three servers');
   const count = 200;
@@ -70,6 +70,6 @@ test('with three servers a node publishes in order per channel, and the goodbye 
     assert.deepEqual(mine, Array.from({ length: count }, (_, i) => `${c}:${i}`), `${c} in order`);
   }
   assert.equal((await b.request('close')).result, true);
-  const left = await Promise.all(servers.map((s) => s.channels(`${prefix}*`)));
+  const left = await Promise.all(servers.map((s) => userChannels(s, prefix)));
   assert.deepEqual(left, [[], [], []]);
 });

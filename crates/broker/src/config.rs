@@ -51,6 +51,13 @@ pub struct BrokerConfig {
     /// silent subscription is found within 10 s, for one tiny PUBLISH per
     /// connection every 5 s.
     pub probe_interval: Duration,
+    /// How long this node's number stays claimed in Redis without a
+    /// heartbeat (sent every third of it), and how long the other nodes
+    /// count it live after its last heartbeat. Default 10 s: three
+    /// heartbeats may be lost (a Redis failover, a long pause) before the
+    /// number is free again, and a node that died is known dead, and its
+    /// number reusable, within that.
+    pub node_ttl: Duration,
 }
 
 /// History for the channels whose name matches `pattern`.
@@ -91,6 +98,7 @@ impl BrokerConfig {
             presence: Vec::new(),
             presence_ttl: Duration::from_secs(30),
             probe_interval: Duration::from_secs(5),
+            node_ttl: Duration::from_secs(10),
         }
     }
 
@@ -106,6 +114,16 @@ impl BrokerConfig {
     pub(crate) fn presence_of(&self, channel: &str) -> bool {
         !channel.starts_with(crate::presence::EVENTS_PREFIX)
             && self.presence.iter().any(|p| glob_matches(p, channel))
+    }
+
+    /// Whether the registry logs `channel`'s joins and leaves: a presence
+    /// channel's (its members), or its events channel's (the servers
+    /// watching it sweep it).
+    pub(crate) fn presence_logged(&self, channel: &str) -> bool {
+        match channel.strip_prefix(crate::presence::EVENTS_PREFIX) {
+            Some(watched) => self.presence_of(watched),
+            None => self.presence_of(channel),
+        }
     }
 
     /// The keys of `channel`'s presence: members' infos and expiries.

@@ -16,13 +16,17 @@
 //! connection, and `subscriber`, the subscription set and its connection),
 //! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
 //! slots), `history` (the scripts, reads, and gap tracking), `backoff`;
-//! `nats` carries the channels through NATS instead (no history).
+//! `nodes` (this node's number, its heartbeat, operations on other nodes'
+//! connections) and `node_wire` (their message format); `nats` carries the
+//! channels through NATS instead (no history).
 
 mod backoff;
 mod cluster;
 mod config;
 mod history;
 mod nats;
+pub mod node_wire;
+mod nodes;
 pub mod presence;
 mod probe;
 mod publisher;
@@ -39,7 +43,9 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::history::{HistoryPage, QueryError, Recovery, Reply};
-use switchboard_runtime::{Bridge, BridgeError, Position, Server};
+use switchboard_runtime::{
+    Bridge, BridgeError, Destination, NodeCommand, NodesView, Position, Server,
+};
 
 pub use config::{BrokerConfig, HistoryRule};
 use history::{Epochs, Reader};
@@ -78,6 +84,10 @@ pub(crate) struct Shared {
     /// (woken by `close`) sends what it accepted and ends.
     pub(crate) closing: AtomicBool,
     pub(crate) close: tokio::sync::Notify,
+    /// This node's number and what it knows of the others (`nodes.rs`).
+    /// This node's number and what it knows of the others (`nodes.rs`),
+    /// one for every shard (the home shard claims it).
+    pub(crate) nodes: Arc<nodes::Nodes>,
 }
 
 impl Shared {
@@ -85,6 +95,7 @@ impl Shared {
         self.publisher_up.load(Ordering::Acquire)
             && self.subscriber_up.load(Ordering::Acquire)
             && !self.closing.load(Ordering::Acquire)
+            && self.nodes.ready()
     }
 
     /// Wait until Redis confirmed the subscriptions up to `ticket`.
@@ -133,6 +144,8 @@ enum Engine {
     Sharded {
         shards: Vec<Shard>,
         route: Rendezvous,
+        /// The shard of the nodes' keys and channels.
+        home: usize,
     },
     /// A Redis Cluster.
     Cluster(cluster::Cluster),
@@ -170,6 +183,9 @@ impl Broker {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        // Ids of this node start at a random point (`ids.rs`), and carry
+        // its number once it is claimed.
+        server.seed_ids(nodes::random_id_start());
         let weak: Weak<Server> = Arc::downgrade(server);
         let stats = server.state().stats.clone();
         let epochs = Arc::new(Epochs::new(random_node_id()?));
@@ -179,15 +195,24 @@ impl Broker {
                 if urls.is_empty() {
                     return Err(invalid("no Redis server given"));
                 }
+                let route = Rendezvous::new(urls);
+                // The nodes' keys and channels live on one server, the same
+                // for every node whatever the order of its list.
+                let home = route.pick(nodes::HOME);
+                let nodes = Arc::new(nodes::Nodes::enabled());
                 let mut shards = Vec::with_capacity(urls.len());
                 let mut tasks = Vec::with_capacity(urls.len());
-                for url in urls {
-                    let (shard, task) = Shard::new(url, &config, &epochs)?;
+                for (i, url) in urls.iter().enumerate() {
+                    let (shard, task) = Shard::new(url, &config, &epochs, &nodes, i == home)?;
                     shards.push(shard);
                     tasks.push(task);
                 }
-                let route = Rendezvous::new(urls);
-                (Engine::Sharded { shards, route }, Tasks::Sharded(tasks))
+                let engine = Engine::Sharded {
+                    shards,
+                    route,
+                    home,
+                };
+                (engine, Tasks::Sharded(tasks))
             }
             Topology::Cluster(_) if !config.history.is_empty() => {
                 return Err(invalid(
@@ -215,7 +240,7 @@ impl Broker {
                     "presence needs standalone Redis servers; a Redis Cluster or NATS does not keep it yet",
                 ));
             }
-            (Engine::Sharded { shards, route }, false) => {
+            (Engine::Sharded { shards, route, .. }, false) => {
                 let readers: Vec<Arc<Reader>> = shards.iter().map(|s| s.reader.clone()).collect();
                 let route = route.clone();
                 let route: presence::Route = Arc::new(move |c| readers[route.pick(c)].clone());
@@ -306,7 +331,7 @@ impl Bridge for Broker {
         exclude: Option<u64>,
     ) -> Result<(), BridgeError> {
         match &self.engine {
-            Engine::Sharded { shards, route } => {
+            Engine::Sharded { shards, route, .. } => {
                 let redis_channel = self.config.redis_channel(channel);
                 let history = self.config.history_of(channel).map(|rule| {
                     Box::new(Append {
@@ -340,7 +365,7 @@ impl Bridge for Broker {
             Engine::Sharded { shards, .. } if shards.len() == 1 => {
                 shards[0].channels_changed(changes)
             }
-            Engine::Sharded { shards, route } => {
+            Engine::Sharded { shards, route, .. } => {
                 // Each server learns of its own channels' changes, in order.
                 let mut split: Vec<Vec<ChannelChange>> = vec![Vec::new(); shards.len()];
                 for change in changes {
@@ -392,6 +417,19 @@ impl Bridge for Broker {
             Engine::Nats(nats) => nats.shutdown(),
         }
         let _ = thread.join();
+    }
+
+    fn forward(&self, commands: &[(Destination, NodeCommand<'_>)]) -> Result<(), BridgeError> {
+        match self.home() {
+            Some(home) => home.forward(&self.config, commands),
+            None => Err(BridgeError::Unavailable),
+        }
+    }
+
+    fn nodes(&self) -> NodesView {
+        self.home()
+            .map(|home| home.shared.nodes.view(self.config.node_ttl))
+            .unwrap_or_default()
     }
 
     fn presence_filter(&self) -> Option<MemberFilter> {
@@ -517,9 +555,18 @@ impl Bridge for Broker {
 }
 
 impl Broker {
+    /// The shard that carries the nodes' keys and channels, if the
+    /// topology has nodes (standalone servers; not a cluster or NATS yet).
+    fn home(&self) -> Option<&Shard> {
+        match &self.engine {
+            Engine::Sharded { shards, home, .. } => Some(&shards[*home]),
+            Engine::Cluster(_) | Engine::Nats(_) => None,
+        }
+    }
+
     fn presence_filter_of(config: &Arc<BrokerConfig>) -> MemberFilter {
         let config = config.clone();
-        MemberFilter(Arc::new(move |channel| config.presence_of(channel)))
+        MemberFilter(Arc::new(move |channel| config.presence_logged(channel)))
     }
 
     /// The server holding `channel`'s history, and its rule; none when
@@ -527,7 +574,7 @@ impl Broker {
     fn history_shard(&self, channel: &str) -> Option<(&Shard, &HistoryRule)> {
         let rule = self.config.history_of(channel)?;
         match &self.engine {
-            Engine::Sharded { shards, route } => Some((&shards[route.pick(channel)], rule)),
+            Engine::Sharded { shards, route, .. } => Some((&shards[route.pick(channel)], rule)),
             Engine::Cluster(_) | Engine::Nats(_) => None,
         }
     }

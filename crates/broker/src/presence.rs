@@ -34,14 +34,16 @@ pub const EVENTS_PREFIX: &str = "$presence:";
 /// Join (or refresh) a member. KEYS: the hash, the sorted set. ARGV: the
 /// events' Redis channel, their message head (`wire::head`), the member's
 /// id, its info, the TTL (ms). Publishes a join only for a member that was
-/// not there (a refresh, or an info update, is silent).
+/// not there (a refresh, or an info update, is silent). The keys live ten
+/// TTLs: members expire one by one, swept with their leaves published; the
+/// keys' own expiry only collects a channel everybody abandoned.
 const JOIN: &str = r#"
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local new = redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
 redis.call('ZADD', KEYS[2], now + ARGV[5], ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[5] * 10)
+redis.call('PEXPIRE', KEYS[2], ARGV[5] * 10)
 if new == 1 then
   redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"join","id":' .. ARGV[3] .. ',"info":' .. ARGV[4] .. '}')
 end
@@ -109,6 +111,10 @@ pub(crate) struct Task {
     head: Vec<u8>,
     /// This node's members, per presence channel.
     local: HashMap<Arc<str>, HashSet<u64>>,
+    /// Presence channels whose events channel has subscribers here: this
+    /// node sweeps them too, so their expired members' leaves reach those
+    /// subscribers even when no member is left on any live node.
+    watched: HashMap<Arc<str>, usize>,
     /// Per member id: its info, how many presence channels it is in, and
     /// when the info was set.
     infos: HashMap<u64, (Vec<u8>, usize, Instant)>,
@@ -121,6 +127,7 @@ impl Task {
             route,
             head: wire::head(node, false, None, false),
             local: HashMap::new(),
+            watched: HashMap::new(),
             infos: HashMap::new(),
         }
     }
@@ -151,6 +158,18 @@ impl Task {
     async fn apply(&mut self, changes: Vec<MemberChange>) {
         let mut writes = Vec::with_capacity(changes.len());
         for change in changes {
+            if let Some(channel) = change.channel.strip_prefix(EVENTS_PREFIX) {
+                let channel: Arc<str> = Arc::from(channel);
+                let count = self.watched.entry(channel.clone()).or_default();
+                match change.joined {
+                    true => *count += 1,
+                    false => *count = count.saturating_sub(1),
+                }
+                if *count == 0 {
+                    self.watched.remove(&channel);
+                }
+                continue;
+            }
             let members = self.local.entry(change.channel.clone()).or_default();
             if change.joined {
                 if members.insert(change.subscriber) {
@@ -205,6 +224,8 @@ impl Task {
             writes.push(Write::Sweep(channel.clone()));
             writes.extend(members.iter().map(|&id| Write::Join(channel.clone(), id)));
         }
+        let watched_only = self.watched.keys().filter(|c| !self.local.contains_key(*c));
+        writes.extend(watched_only.map(|channel| Write::Sweep(channel.clone())));
         self.write(writes).await;
     }
 

@@ -13,7 +13,9 @@ use switchboard_runtime::{BridgeError, Server};
 use tokio::sync::mpsc;
 
 use crate::history::{Epochs, Reader};
+use crate::nodes::{self, Nodes};
 use crate::{publisher, subscriber, Append, BrokerConfig, Command, Outgoing, Shared};
+use switchboard_runtime::{Destination, NodeCommand};
 
 /// The callers' side of one server.
 pub(crate) struct Shard {
@@ -29,6 +31,8 @@ pub(crate) struct ShardTasks {
     client: redis::Client,
     shared: Arc<Shared>,
     reader: Arc<Reader>,
+    /// This shard carries the nodes' keys and channels.
+    home: bool,
     publishes: mpsc::Receiver<Outgoing>,
     commands: mpsc::UnboundedReceiver<Command>,
 }
@@ -38,11 +42,16 @@ impl Shard {
         url: &str,
         config: &Arc<BrokerConfig>,
         epochs: &Arc<Epochs>,
+        nodes: &Arc<Nodes>,
+        home: bool,
     ) -> std::io::Result<(Self, ShardTasks)> {
         let client = redis::Client::open(url).map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{url}: {e}"))
         })?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            nodes: nodes.clone(),
+            ..Shared::default()
+        });
         let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
         // Unbounded on purpose: a registry change cannot be refused (it is
         // reported under the registry's lock, which must not wait), and the
@@ -53,6 +62,7 @@ impl Shard {
             client,
             shared: shared.clone(),
             reader: reader.clone(),
+            home,
             publishes: publish_rx,
             commands: command_rx,
         };
@@ -90,6 +100,16 @@ impl Shard {
         })
     }
 
+    /// Operations on other nodes' connections, on this (the home) shard's
+    /// publish queue: they keep their order with its publishes.
+    pub(crate) fn forward(
+        &self,
+        config: &BrokerConfig,
+        commands: &[(Destination, NodeCommand<'_>)],
+    ) -> Result<(), BridgeError> {
+        nodes::forward(config, &self.shared, &self.publishes, commands)
+    }
+
     /// Registry changes of this server's channels, in order.
     pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
         let joined = changes
@@ -123,6 +143,24 @@ impl ShardTasks {
         server: Weak<Server>,
         stats: Arc<Stats>,
     ) {
+        // The home shard claims a number first: no publish is accepted
+        // before it (`Nodes::ready`), and ids carry it from then on.
+        let heartbeat = if self.home {
+            let Some(connection) = nodes::claim(&self.client, &config, &self.shared).await else {
+                return;
+            };
+            if let Some(server) = server.upgrade() {
+                server.set_node(self.shared.nodes.number());
+            }
+            Some(tokio::spawn(nodes::heartbeat(
+                self.client.clone(),
+                config.clone(),
+                self.shared.clone(),
+                connection,
+            )))
+        } else {
+            None
+        };
         let publisher = tokio::spawn(publisher::run(
             self.client.clone(),
             config.clone(),
@@ -131,11 +169,15 @@ impl ShardTasks {
             self.publishes,
         ));
         let links = subscriber::Links {
-            shared: self.shared,
+            shared: self.shared.clone(),
             server,
             reader: self.reader,
             publisher,
+            home: self.home,
         };
-        subscriber::run(self.client, config, node, links, self.commands).await;
+        subscriber::run(self.client, config.clone(), node, links, self.commands).await;
+        if let Some(heartbeat) = heartbeat {
+            nodes::leave(&config, &self.shared, heartbeat).await;
+        }
     }
 }

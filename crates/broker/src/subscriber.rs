@@ -72,6 +72,8 @@ pub(crate) struct Links {
     pub(crate) reader: Arc<Reader>,
     /// The publisher, awaited at shutdown.
     pub(crate) publisher: tokio::task::JoinHandle<()>,
+    /// This shard carries the node channels (`nodes.rs`).
+    pub(crate) home: bool,
 }
 
 /// The task: connect, subscribe what is wanted, deliver what arrives, keep
@@ -88,10 +90,13 @@ pub(crate) async fn run(
         server,
         reader,
         publisher,
+        home,
     } = links;
     let mut publisher = Some(publisher);
     let mut inbound = Inbound {
         config: config.clone(),
+        home,
+        shared: shared.clone(),
         node,
         server,
         reader,
@@ -111,7 +116,16 @@ pub(crate) async fn run(
                 // Channels waiting out their delay are not needed on a new
                 // connection: they are simply not subscribed again.
                 wanted.leaving.clear();
-                let synced = sync(&mut sink, &config, &mut wanted, &mut subscribed).await;
+                // The home shard also carries this node's own channels.
+                let own = if inbound.home {
+                    crate::nodes::subscribe(&mut sink, &config, &inbound.shared).await
+                } else {
+                    Ok(())
+                };
+                let synced = match own {
+                    Ok(()) => sync(&mut sink, &config, &mut wanted, &mut subscribed).await,
+                    Err(()) => Err(()),
+                };
                 let probed = match Probe::interval(&config) {
                     Some(_) => sink.subscribe(probe.channel()).await.is_ok(),
                     None => true,
@@ -275,6 +289,9 @@ struct Gone;
 /// with history kept in offset order.
 struct Inbound {
     config: Arc<BrokerConfig>,
+    /// This shard carries the node channels (`nodes.rs`).
+    home: bool,
+    shared: Arc<Shared>,
     node: u64,
     server: Weak<Server>,
     reader: Arc<Reader>,
@@ -290,6 +307,12 @@ impl Inbound {
         let server = self.server.upgrade().ok_or(Gone)?;
         switchboard_runtime::cork();
         for message in batch {
+            // This node's channels (`nodes.rs`): operations on its
+            // connections, the other nodes' heartbeats.
+            if self.home && crate::nodes::is_node_message(&self.config, message) {
+                crate::nodes::handle(&server, &self.shared, message.get_payload_bytes());
+                continue;
+            }
             let Some(channel) = self
                 .config
                 .channel_of(message.get_channel_name().as_bytes())

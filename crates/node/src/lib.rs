@@ -71,8 +71,23 @@ fn coded(code: &str, message: impl std::fmt::Display) -> Error {
     Error::new(Status::GenericFailure, format!("{code}: {message}"))
 }
 
-/// Ids cross as JavaScript numbers; they are allocated from 1 upwards and
-/// stay far below 2^53.
+/// A broker's refusal of an operation on another node's connection, as
+/// `publish` reports it.
+fn refused(error: switchboard_runtime::BridgeError) -> Error {
+    let why = match error {
+        switchboard_runtime::BridgeError::Unavailable => {
+            "the broker is not connected; nothing was sent to the other node"
+        }
+        switchboard_runtime::BridgeError::Backlog => {
+            "too many messages wait for the broker (broker.maxPendingPublishes)"
+        }
+    };
+    coded(error.code(), why)
+}
+
+/// Ids cross as JavaScript numbers: 53 bits at most (a node number in the
+/// high 10, a per-node counter in the low 43; `switchboard_runtime::ids`),
+/// so they are exact there.
 fn id_to_js(id: u64) -> i64 {
     id as i64
 }
@@ -115,6 +130,17 @@ pub struct StatsJs {
     /// Publishes the broker accepted and lost because Redis failed while
     /// they were sent (docs/scale-out.md).
     pub broker_publishes_lost: i64,
+    /// This server's node number (docs/scale-out.md, "Nodes"): 0 without
+    /// a broker, or before one was claimed.
+    pub broker_node: u32,
+    /// The live nodes sharing the broker (heard from within
+    /// `broker.nodeTtl`), this one included, ascending; empty without a
+    /// broker.
+    pub broker_nodes: Vec<u32>,
+    /// Node messages from Redis that were malformed (ignored).
+    pub broker_node_messages_invalid: i64,
+    /// Heartbeats that found this node's number held by another node.
+    pub broker_node_conflicts: i64,
     pub workers: Vec<WorkerStatsJs>,
     /// HTTP responses by route label, those that counted one.
     pub http: Vec<HttpRouteStatsJs>,
@@ -258,15 +284,25 @@ impl ServerHandle {
 
     /// Start the closing handshake. A protocol connection sends a GO_AWAY
     /// first (its code from `reason`) unless `goAway` is false: its
-    /// JavaScript peer wrote one already.
+    /// JavaScript peer wrote one already. A connection of another node:
+    /// true once handed to the broker (which may throw
+    /// `ERR_BROKER_UNAVAILABLE` / `ERR_BROKER_BACKLOG`).
     #[napi]
-    pub fn end(&self, connection: i64, code: u32, reason: String, go_away: Option<bool>) -> bool {
-        self.server.end(
-            id_from_js(connection),
-            code as u16,
-            &reason,
-            go_away.unwrap_or(true),
-        )
+    pub fn end(
+        &self,
+        connection: i64,
+        code: u32,
+        reason: String,
+        go_away: Option<bool>,
+    ) -> Result<bool> {
+        self.server
+            .end_anywhere(
+                id_from_js(connection),
+                code as u16,
+                &reason,
+                go_away.unwrap_or(true),
+            )
+            .map_err(refused)
     }
 
     /// A SockJS session's handlers ran for the messages of a send that
@@ -276,10 +312,12 @@ impl ServerHandle {
         self.server.sockjs_sent(id_from_js(http))
     }
 
-    /// Drop the connection at once.
+    /// Drop the connection at once (on any node, as `end`).
     #[napi]
-    pub fn terminate(&self, connection: i64) -> bool {
-        self.server.terminate(id_from_js(connection))
+    pub fn terminate(&self, connection: i64) -> Result<bool> {
+        self.server
+            .terminate_anywhere(id_from_js(connection))
+            .map_err(refused)
     }
 
     /// Bytes queued and not yet written (-1 when closed).
@@ -313,7 +351,8 @@ impl ServerHandle {
     }
 
     /// Publish to channels and subscribers (connections or virtual sockets)
-    /// at once; each recipient gets the message once.
+    /// at once, on every node; each recipient gets the message once.
+    /// Returns the recipients on this node.
     #[napi]
     pub fn publish_to(
         &self,
@@ -322,7 +361,7 @@ impl ServerHandle {
         data: &[u8],
         binary: bool,
         exclude: Option<i64>,
-    ) -> u32 {
+    ) -> Result<u32> {
         let mut targets: Vec<PublishTarget<'_>> =
             channels.iter().map(|c| PublishTarget::Channel(c)).collect();
         targets.extend(
@@ -331,24 +370,36 @@ impl ServerHandle {
                 .map(|&s| PublishTarget::Subscriber(id_from_js(s))),
         );
         self.server
-            .publish_to(&targets, data, binary, exclude.map(id_from_js)) as u32
+            .publish_to_anywhere(&targets, data, binary, exclude.map(id_from_js))
+            .map(|n| n as u32)
+            .map_err(refused)
     }
 
-    /// Add `delta` to the subscription counts; returns the subscribers whose
-    /// membership changed.
+    /// Add `delta` to the subscription counts; returns the subscribers of
+    /// this node whose membership changed (those of other nodes are
+    /// handed to the broker and never listed).
     #[napi]
-    pub fn subscribe(&self, subscribers: Vec<i64>, channel: String, delta: i32) -> Vec<i64> {
+    pub fn subscribe(
+        &self,
+        subscribers: Vec<i64>,
+        channel: String,
+        delta: i32,
+    ) -> Result<Vec<i64>> {
         let ids: Vec<u64> = subscribers.into_iter().map(id_from_js).collect();
-        self.server
-            .subscribe(&ids, &channel, delta)
-            .into_iter()
-            .map(id_to_js)
-            .collect()
+        let changed = self
+            .server
+            .subscribe_anywhere(&ids, &channel, delta)
+            .map_err(refused)?;
+        Ok(changed.into_iter().map(id_to_js).collect())
     }
 
+    /// True when a subscription of this node was removed, or the request
+    /// was handed to the broker for another node's subscriber.
     #[napi]
-    pub fn unsubscribe(&self, subscriber: i64, channel: String) -> bool {
-        self.server.unsubscribe(id_from_js(subscriber), &channel)
+    pub fn unsubscribe(&self, subscriber: i64, channel: String) -> Result<bool> {
+        self.server
+            .unsubscribe_anywhere(id_from_js(subscriber), &channel)
+            .map_err(refused)
     }
 
     #[napi]
@@ -411,7 +462,12 @@ impl ServerHandle {
     #[napi]
     pub fn stats(&self) -> StatsJs {
         let s = self.server.stats();
+        let nodes = self.server.nodes_view().unwrap_or_default();
         StatsJs {
+            broker_node: u32::from(nodes.node),
+            broker_nodes: nodes.live.into_iter().map(u32::from).collect(),
+            broker_node_messages_invalid: nodes.invalid_messages as i64,
+            broker_node_conflicts: nodes.conflicts as i64,
             connections_open: s.connections_open as i64,
             connections_total: s.connections_total as i64,
             handshakes_rejected: s.handshakes_rejected as i64,

@@ -196,6 +196,7 @@ pub struct BrokerOptions {
     pub presence: Option<Vec<String>>,
     pub presence_ttl_ms: Option<u32>,
     pub probe_interval_ms: Option<u32>,
+    pub node_ttl_ms: Option<u32>,
 }
 
 /// History for the channels matching `channels` (TypeScript checked and
@@ -254,6 +255,9 @@ pub fn broker_config(options: BrokerOptions) -> switchboard_broker::BrokerConfig
     }
     if let Some(v) = options.history_meta_ttl_seconds {
         config.history_meta_ttl = Duration::from_secs(u64::from(v.max(1)));
+    }
+    if let Some(v) = options.node_ttl_ms {
+        config.node_ttl = ms(v);
     }
     config
 }

@@ -19,6 +19,7 @@ use std::ptr;
 
 use napi::sys;
 
+use switchboard_runtime::remote::Delivery;
 use switchboard_runtime::BridgeError;
 
 use crate::hot::with_server;
@@ -203,7 +204,9 @@ unsafe fn number(env: sys::napi_env, value: u32) -> sys::napi_value {
 }
 
 /// `send(server, connection, data, binary)`: 0 sent, 1 buffered, 2 dropped,
-/// 3 closed (also when the server is gone).
+/// 3 closed (also when the server is gone), 4 handed to the broker for the
+/// connection's node (`remote.rs`); -1 and -2 when the broker refused it
+/// (as `publish`).
 unsafe extern "C" fn send(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: N-API calls us with the callback's own `env` and `info`.
     unsafe {
@@ -219,9 +222,14 @@ unsafe extern "C" fn send(env: sys::napi_env, info: sys::napi_callback_info) -> 
             return throw_bad_arguments(env);
         };
         let status = with_server(server, |s| {
-            s.send(id_from_js(connection), data, binary) as u32
+            match s.send_anywhere(id_from_js(connection), data, binary) {
+                Delivery::Local(status) => status as i32,
+                Delivery::Forwarded => 4,
+                Delivery::Refused(BridgeError::Unavailable) => -1,
+                Delivery::Refused(BridgeError::Backlog) => -2,
+            }
         });
-        number(env, status.unwrap_or(3))
+        signed(env, status.unwrap_or(3))
     }
 }
 

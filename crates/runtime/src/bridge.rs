@@ -15,6 +15,9 @@
 //! - `history` and `recover` are the questions that wait on the broker:
 //!   they return at once and answer through their `Reply`, on the broker's
 //!   thread (the binding turns that into a JavaScript promise).
+//! - `forward` carries operations on another node's connections
+//!   (`remote.rs`): the broker hands each to the node named, which applies
+//!   it with the local operations of [`crate::Server`].
 
 use switchboard_pubsub::{ChannelChange, MemberChange, MemberFilter};
 
@@ -73,7 +76,10 @@ pub trait Bridge: Send + Sync {
         since: Option<Position>,
         limit: usize,
         reply: Reply<HistoryPage>,
-    );
+    ) {
+        let _ = (channel, since, limit);
+        reply(Err(crate::history::QueryError::NoHistory));
+    }
 
     /// `subscriber` was just subscribed to `channel` on this node: once
     /// this node's subscription is in effect in the broker, queue for it
@@ -87,7 +93,10 @@ pub trait Bridge: Send + Sync {
         since: Option<Position>,
         limit: usize,
         reply: Reply<Recovery>,
-    );
+    ) {
+        let _ = (subscriber, channel, since, limit);
+        reply(Err(crate::history::QueryError::NoHistory));
+    }
 
     /// The channels whose every member the broker mirrors (presence), if
     /// any: the registry then logs their joins and leaves.
@@ -112,4 +121,74 @@ pub trait Bridge: Send + Sync {
         let _ = channel;
         reply(Err(crate::history::QueryError::NoPresence));
     }
+    /// Take operations for connections of other nodes (`remote.rs`), all
+    /// or none: a refusal (down, backlog) leaves nothing half sent. Like
+    /// `publish`, it only enqueues.
+    fn forward(&self, commands: &[(Destination, NodeCommand<'_>)]) -> Result<(), BridgeError> {
+        let _ = commands;
+        Err(BridgeError::Unavailable)
+    }
+
+    /// The nodes this broker knows of.
+    fn nodes(&self) -> NodesView {
+        NodesView::default()
+    }
+}
+
+/// Where a message for other nodes goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// The node with this number (`ids::node_of`).
+    Node(u16),
+    /// Every node, this one included (a `publishTo` naming channels).
+    Every,
+}
+
+/// An operation on connections of another node: the broker carries it to
+/// that node, which applies it natively on arrival (no JavaScript runs
+/// there). Ids are whole ids (`ids.rs`), as JavaScript has them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeCommand<'a> {
+    /// `send(id, data)`.
+    Send {
+        id: u64,
+        data: &'a [u8],
+        binary: bool,
+    },
+    /// `end(id, code, reason)`: the closing handshake.
+    End { id: u64, code: u16, reason: &'a str },
+    /// `terminate(id)`.
+    Terminate { id: u64 },
+    /// `subscribe(ids, channel, delta)`, for the ids of one node.
+    Subscribe {
+        ids: &'a [u64],
+        channel: &'a str,
+        delta: i32,
+    },
+    /// `unsubscribe(id, channel)`.
+    Unsubscribe { id: u64, channel: &'a str },
+    /// `publishTo`: the receiving node delivers to `channels` and to the
+    /// ids of its own group, each recipient once; `exclude` is (node, id)
+    /// and applies on that node only.
+    PublishTo {
+        channels: &'a [&'a str],
+        groups: &'a [(u16, Vec<u64>)],
+        data: &'a [u8],
+        binary: bool,
+        exclude: Option<(u16, u64)>,
+    },
+}
+
+/// What a broker knows of the nodes sharing it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodesView {
+    /// This node's number (0: none claimed yet).
+    pub node: u16,
+    /// The nodes heard from within the node TTL, this one included,
+    /// ascending.
+    pub live: Vec<u16>,
+    /// Node messages from Redis that could not be decoded (ignored).
+    pub invalid_messages: u64,
+    /// Heartbeats that found this node's number held by another node.
+    pub conflicts: u64,
 }

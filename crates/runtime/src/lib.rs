@@ -18,7 +18,8 @@
 //! - `reactor` (the I/O threads' readiness loops over sockets) on
 //!   `session` and `handshake`;
 //! - `server` on `reactor` and `state`; `channels` adds the channel
-//!   operations to `server`.
+//!   operations to `server`; `remote` routes them to the node of an id
+//!   (`ids`, pure) through the bridge.
 
 pub mod bridge;
 pub mod channels;
@@ -33,10 +34,12 @@ mod handshake;
 pub mod history;
 mod hook;
 pub mod http;
+pub mod ids;
 mod opening;
 pub mod outbound;
 pub mod presence;
 mod reactor;
+pub mod remote;
 mod rpc_reader;
 pub mod server;
 mod session;
@@ -47,7 +50,7 @@ mod stream;
 pub mod tls;
 pub mod wake;
 
-pub use bridge::{Bridge, BridgeError};
+pub use bridge::{Bridge, BridgeError, Destination, NodeCommand, NodesView};
 pub use config::{
     CompressionConfig, DotFiles, FileCacheConfig, HttpConfig, HttpRouteConfig, IoScheduling,
     ListenerConfig, Protocol, RouteConfig, RpcConfig, ServerConfig, SlowConsumerPolicy,

@@ -74,6 +74,8 @@ pub struct ServerState {
     /// (`bridge.rs`); set once, before the server listens.
     pub(crate) bridge: std::sync::OnceLock<Arc<dyn crate::bridge::Bridge>>,
     next_id: AtomicU64,
+    /// This node's number in ids (`ids.rs`): 0 until a broker claims one.
+    node: std::sync::atomic::AtomicU16,
     next_worker: AtomicUsize,
     next_http_worker: AtomicUsize,
 }
@@ -106,6 +108,7 @@ impl ServerState {
             stopping: AtomicBool::new(false),
             bridge: std::sync::OnceLock::new(),
             next_id: AtomicU64::new(1),
+            node: std::sync::atomic::AtomicU16::new(0),
             next_worker: AtomicUsize::new(0),
             next_http_worker: AtomicUsize::new(0),
             config,
@@ -121,8 +124,11 @@ impl ServerState {
             .values()
             .map(|c| c.outbound.buffered() as u64)
             .sum();
+        let nodes = self.bridge.get().map(|bridge| bridge.nodes());
         let registry = self.registry.read();
         StatsSnapshot {
+            broker_nodes_live: nodes.as_ref().map_or(0, |n| n.live.len() as u64),
+            broker_node_messages_invalid: nodes.as_ref().map_or(0, |n| n.invalid_messages),
             connections_open: stats::get(&s.connections_open),
             connections_total: stats::get(&s.connections_total),
             handshakes_rejected: stats::get(&s.handshakes_rejected),
@@ -151,9 +157,36 @@ impl ServerState {
     }
 
     /// Ids of connections and virtual sockets share one space, so a number
-    /// in JavaScript names either. They start at 1: 0 means "none".
+    /// in JavaScript names either. They start at 1: 0 means "none". With a
+    /// broker they carry this node's number (`ids.rs`), so any node can
+    /// tell where a connection lives.
     pub fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+        loop {
+            let local = self.next_id.fetch_add(1, Ordering::Relaxed) & crate::ids::LOCAL_MASK;
+            // 0 means "none": skipped when the counter wraps.
+            if local != 0 {
+                return crate::ids::compose(self.node(), local);
+            }
+        }
+    }
+
+    /// This node's number (0: no broker, or none claimed yet).
+    pub fn node(&self) -> u16 {
+        self.node.load(Ordering::Relaxed)
+    }
+
+    /// Set by the broker once it claimed a number; ids allocated from now
+    /// on carry it.
+    pub(crate) fn set_node(&self, node: u16) {
+        self.node
+            .store(node & crate::ids::MAX_NODE, Ordering::Relaxed);
+    }
+
+    /// Move the local counter up to `start` (never down): a broker's node
+    /// starts at a random point (`ids.rs`).
+    pub(crate) fn seed_ids(&self, start: u64) {
+        self.next_id
+            .fetch_max(start & crate::ids::LOCAL_MASK, Ordering::Relaxed);
     }
 
     /// Round-robin pinning of a new long-lived connection (WebSocket,

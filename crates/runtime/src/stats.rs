@@ -62,6 +62,10 @@ pub struct StatsSnapshot {
     pub channels: u64,
     pub subscriptions: u64,
     pub broker_publishes_lost: u64,
+    /// Live nodes sharing the broker, this one included (0: no broker).
+    pub broker_nodes_live: u64,
+    /// Node messages from the broker that were malformed (ignored).
+    pub broker_node_messages_invalid: u64,
     pub workers: Vec<WorkerSnapshot>,
 }
 

@@ -63,6 +63,7 @@ export { cors, type CorsOptions, type CorsOrigin } from './http/cors.js';
 export type { TlsInfo } from './tls.js';
 export {
   SendStatus,
+  nodeOf,
   type MessageData,
   type PublishOptions,
   type PublishTarget,

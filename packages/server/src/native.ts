@@ -156,6 +156,7 @@ export interface NativeBrokerOptions {
   presence?: string[];
   presenceTtlMs?: number;
   probeIntervalMs?: number;
+  nodeTtlMs?: number;
 }
 
 export interface NativeHistoryRule {
@@ -202,6 +203,14 @@ export interface NativeStats {
   subscriptions: number;
   /** Publishes the broker accepted and lost because Redis failed while they were sent. */
   brokerPublishesLost: number;
+  /** This server's node number (docs/scale-out.md, "Nodes"): 0 without a broker, or before one was claimed. */
+  brokerNode: number;
+  /** The live nodes sharing the broker (heard from within `broker.nodeTtl`), this one included, ascending; empty without a broker. */
+  brokerNodes: number[];
+  /** Node messages from Redis that were malformed and ignored. */
+  brokerNodeMessagesInvalid: number;
+  /** Heartbeats that found this server's node number held by another server. */
+  brokerNodeConflicts: number;
   workers: NativeWorkerStats[];
   /** HTTP responses by route label, those that counted one. */
   http: NativeHttpRouteStats[];
@@ -229,7 +238,10 @@ export interface NativeServerHandle {
   listenUnix(path: string, protocol: 'http' | 'rpc'): void;
   attachWorker(index: number, wake: () => void): void;
   detachWorker(index: number): void;
-  /** `goAway` (default true): a protocol connection gets a GO_AWAY first; false when its peer wrote one. */
+  /**
+   * `goAway` (default true): a protocol connection gets a GO_AWAY first; false when its peer wrote one.
+   * A connection of another node: true once handed to the broker; throws `ERR_BROKER_*` when it refuses.
+   */
   end(connection: number, code: number, reason: string, goAway?: boolean): boolean;
   terminate(connection: number): boolean;
   /** A SockJS send's messages were handled: the HTTP connection `http` answers it. */
@@ -306,6 +318,7 @@ export interface NativeModule {
    * napi-rs locks a process-wide table for every class-method call (see
    * `crates/node/src/hot.rs`).
    */
+  /** A `SendStatus`, 4 when handed to the broker for another node, -1 / -2 when the broker refused it. */
   send(server: number, connection: number, data: Uint8Array, binary: boolean): number;
   publish(server: number, channel: string, data: Uint8Array, binary: boolean, exclude?: number | null): number;
   /**

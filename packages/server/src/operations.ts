@@ -23,6 +23,11 @@ export const SendStatus = {
   DROPPED: 2,
   /** Refused: the connection is closed or closing. */
   CLOSED: 3,
+  /**
+   * Handed to the broker for the server the connection lives on (its id names it: `nodeOf(id)`); that server
+   * delivers it natively. Whether the connection is still there is not known here (docs/scale-out.md).
+   */
+  FORWARDED: 4,
 } as const;
 export type SendStatus = (typeof SendStatus)[keyof typeof SendStatus];
 
@@ -42,6 +47,17 @@ export interface PublishOptions {
 }
 
 const encoder = new TextEncoder();
+
+/** Bits of a connection id below its node number (docs/scale-out.md, "Node numbers and connection ids"). */
+const LOCAL_ID_BITS = 43;
+
+/**
+ * The node number in a connection (or virtual socket) id: the server it lives on, among the servers sharing a
+ * `broker` (`stats().brokerNode` on that server); 0 for a server without a broker.
+ */
+export function nodeOf(id: number): number {
+  return Math.floor(id / 2 ** LOCAL_ID_BITS);
+}
 
 /**
  * Close codes an application may send (RFC 6455 §7.4): 1000-1003,
@@ -89,10 +105,15 @@ export class Operations extends EventEmitter {
     return this.serverId;
   }
 
-  /** Send to one connection (from any worker). */
+  /**
+   * Send to one connection (from any worker). With a `broker`, the connection may live on another server: the
+   * message goes there through Redis and this returns `SendStatus.FORWARDED`; it throws `ERR_BROKER_UNAVAILABLE` (or
+   * `ERR_BROKER_BACKLOG`) when the broker cannot take it.
+   */
   send(connection: number, data: MessageData, binary?: boolean): SendStatus {
     const [bytes, isBinary] = toBytes(data, binary);
-    return nativeModule.send(this.requireServerId(), connection, bytes, isBinary) as SendStatus;
+    const status = nativeModule.send(this.requireServerId(), connection, bytes, isBinary);
+    return (status < 0 ? publishedCount(status) : status) as SendStatus;
   }
 
   /**
@@ -110,30 +131,50 @@ export class Operations extends EventEmitter {
   /**
    * Publish to a mixed list of channels (strings) and connections or virtual
    * sockets (numbers). A subscriber reached through several targets gets the
-   * message once. Returns the number of recipients. Local to this server,
-   * even with a `broker` (the deduplication needs one server's view).
+   * message once. Returns the number of recipients on this server. With a
+   * `broker`, on every server: ids of other servers go to their server (one
+   * message per server), and a list that names channels goes to every
+   * server, each delivering to its own recipients once (docs/scale-out.md);
+   * throws `ERR_BROKER_UNAVAILABLE` / `ERR_BROKER_BACKLOG` as `publish` does.
    */
   publishTo(targets: readonly PublishTarget[], data: MessageData, options: PublishOptions = {}): number {
     const channels: string[] = [];
     const ids: number[] = [];
     for (const t of targets) (typeof t === 'string' ? channels : ids).push(t as never);
     const [bytes, isBinary] = toBytes(data, options.binary);
-    return this.native.publishTo(channels, ids, bytes, isBinary, options.exclude ?? null);
+    try {
+      return this.native.publishTo(channels, ids, bytes, isBinary, options.exclude ?? null);
+    } catch (error) {
+      throw liftNativeError(error);
+    }
   }
 
   /**
    * Add `delta` (default 1) to the subscription count of each subscriber
    * (a connection or virtual socket id) on `channel`; a count reaching 0
-   * unsubscribes. Returns the ids whose membership changed.
+   * unsubscribes. Returns the ids whose membership changed. With a
+   * `broker`, ids of other servers are handed to their server (one message
+   * per server) and are never in the result: that server decides.
    */
   subscribe(subscribers: number | readonly number[], channel: string, delta = 1): number[] {
     const ids = typeof subscribers === 'number' ? [subscribers] : [...subscribers];
-    return this.native.subscribe(ids, channel, delta);
+    try {
+      return this.native.subscribe(ids, channel, delta);
+    } catch (error) {
+      throw liftNativeError(error);
+    }
   }
 
-  /** Remove a subscription whatever its count; true if there was one. */
+  /**
+   * Remove a subscription whatever its count; true if there was one (or, for
+   * a subscriber of another server, once the request is handed to the broker).
+   */
   unsubscribe(subscriber: number, channel: string): boolean {
-    return this.native.unsubscribe(subscriber, channel);
+    try {
+      return this.native.unsubscribe(subscriber, channel);
+    } catch (error) {
+      throw liftNativeError(error);
+    }
   }
 
   isSubscribed(subscriber: number, channel: string): boolean {
@@ -218,14 +259,26 @@ export class Operations extends EventEmitter {
     return writePresenceInfo(this.native, connection, info);
   }
 
-  /** Start the closing handshake of any connection. */
+  /**
+   * Start the closing handshake of any connection; with a `broker`, of a
+   * connection on any server (true once handed to the broker; throws
+   * `ERR_BROKER_*` when it cannot take it).
+   */
   end(connection: number, code = 1000, reason = ''): boolean {
-    return this.native.end(connection, checkCloseCode(code), reason);
+    try {
+      return this.native.end(connection, checkCloseCode(code), reason);
+    } catch (error) {
+      throw liftNativeError(error);
+    }
   }
 
-  /** Drop any connection without a closing handshake. */
+  /** Drop any connection without a closing handshake (on any server, as `end`). */
   terminate(connection: number): boolean {
-    return this.native.terminate(connection);
+    try {
+      return this.native.terminate(connection);
+    } catch (error) {
+      throw liftNativeError(error);
+    }
   }
 
   /** Counters of the whole server and of each worker. */

@@ -242,7 +242,7 @@ export interface BrokerOptions {
   connectTimeout?: number;
   /** Longest wait in seconds between reconnection attempts (starting at 50 ms, doubling). Default 2. */
   maxReconnectDelay?: number;
-  /** Publishes waiting to be written to Redis, at most (per server when sharded; for the whole cluster); one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
+  /** Publishes (and operations for other servers' connections) waiting to be written to Redis, at most; one more fails with `ERR_BROKER_BACKLOG`. Default 65,536. */
   maxPendingPublishes?: number;
   /**
    * Which channels keep a history in Redis, so protocol clients can
@@ -270,6 +270,12 @@ export interface BrokerOptions {
   probeInterval?: number;
   /** Seconds a member outlives its server's last refresh (servers refresh every third of it): a crashed server's members are gone within about this. Default 30. */
   presenceTtl?: number;
+  /**
+   * Seconds this server's node number stays claimed in Redis without a heartbeat (one every third of it), and how long
+   * the other servers count it live after its last one (docs/scale-out.md, "Nodes"). At least 1. Default 10: three
+   * heartbeats may be lost before the number is free again; a server that died is known gone within that.
+   */
+  nodeTtl?: number;
 }
 
 /** History for some channels (docs/scale-out.md, "History and recovery"). */
@@ -622,6 +628,10 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
   }
   set('presenceTtlMs', seconds('broker.presenceTtl', ttl));
   set('probeIntervalMs', seconds('broker.probeInterval', options.probeInterval));
+  if (options.nodeTtl !== undefined && !(typeof options.nodeTtl === 'number' && options.nodeTtl >= 1)) {
+    throw new SwitchboardError('ERR_INVALID_OPTION', `broker.nodeTtl must be a number of seconds >= 1, got ${String(options.nodeTtl)}`);
+  }
+  set('nodeTtlMs', seconds('broker.nodeTtl', options.nodeTtl));
   return out;
 }
 

@@ -282,12 +282,14 @@ export class Server extends Operations {
       this.setHandle(handle);
       this.local.attach(handle);
       await this.attachWorkers(handle);
-      for (const address of addresses) this.bound.push(bind(handle, address));
-      // With a broker, resolve once it accepts publishes, so a publish right
-      // after `listen()` reaches the other servers; a Redis that is not
-      // there within `connectTimeout` does not hold the server back (its
+      // With a broker, wait until it accepts publishes, so a publish right
+      // after `listen()` reaches the other servers, and bind only then, so
+      // every connection's id carries this server's node number (claimed
+      // by then; docs/scale-out.md, "Nodes"). A Redis that is not there
+      // within `connectTimeout` does not hold the server back (its
       // publishes throw ERR_BROKER_UNAVAILABLE until it connects).
       if (this.options.broker) await handle.brokerReady(Math.round((this.options.broker.connectTimeout ?? DEFAULTS.brokerConnectTimeout) * 1000));
+      for (const address of addresses) this.bound.push(bind(handle, address));
     } catch (error) {
       this.state = 'idle';
       await this.pool?.terminateAll();

@@ -30,7 +30,22 @@ pub fn render(stats: &StatsSnapshot, routes: &[RouteSnapshot]) -> String {
         ("http_requests_received_total", "counter", "HTTP requests read (answered natively or handed to a worker).", stats.http_requests),
         ("broker_publishes_lost_total", "counter", "Publishes the broker accepted and lost because Redis failed while they were sent.", stats.broker_publishes_lost),
     ];
-    for (name, kind, help, value) in scalars {
+    // The nodes sharing a broker (docs/scale-out.md, "Nodes").
+    let nodes = [
+        (
+            "broker_nodes",
+            "gauge",
+            "Live nodes sharing the broker, this one included (0 without a broker).",
+            stats.broker_nodes_live,
+        ),
+        (
+            "broker_node_messages_invalid_total",
+            "counter",
+            "Node messages from the broker that were malformed and ignored.",
+            stats.broker_node_messages_invalid,
+        ),
+    ];
+    for (name, kind, help, value) in scalars.into_iter().chain(nodes) {
         header(&mut out, name, kind, help);
         let _ = writeln!(out, "switchboard_{name} {value}");
     }
