@@ -15,12 +15,15 @@
 //! a channel), `shard` (one standalone Redis: `publisher`, the `PUBLISH`
 //! connection, and `subscriber`, the subscription set and its connection),
 //! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
-//! slots), `history` (the scripts, reads, and gap tracking), `backoff`.
+//! slots), `history` (the scripts, reads, and gap tracking), `inbound`
+//! (messages from Redis to the fan-out, in offset order; both
+//! subscribers'), `backoff`.
 
 mod backoff;
 mod cluster;
 mod config;
 mod history;
+mod inbound;
 mod publisher;
 mod shard;
 pub mod slot;
@@ -38,7 +41,7 @@ use switchboard_runtime::history::{HistoryError, HistoryPage, Recovery, Reply};
 use switchboard_runtime::{Bridge, BridgeError, Position, Server};
 
 pub use config::{BrokerConfig, HistoryRule};
-use history::Epochs;
+use history::{Epochs, Source};
 pub use topology::Topology;
 
 use shard::Shard;
@@ -171,13 +174,8 @@ impl Broker {
                 let route = Rendezvous::new(urls);
                 (Engine::Sharded { shards, route }, Tasks::Sharded(tasks))
             }
-            Topology::Cluster(_) if !config.history.is_empty() => {
-                return Err(invalid(
-                    "history needs standalone Redis servers; a Redis Cluster does not keep it yet",
-                ));
-            }
             Topology::Cluster(seeds) => {
-                let (cluster, task) = cluster::Cluster::new(seeds, &config)?;
+                let (cluster, task) = cluster::Cluster::new(seeds, &config, &epochs)?;
                 (Engine::Cluster(cluster), Tasks::Cluster(task))
             }
         };
@@ -249,29 +247,26 @@ impl Bridge for Broker {
         exclude: Option<u64>,
     ) -> Result<(), BridgeError> {
         let redis_channel = self.config.redis_channel(channel);
+        let history = self.config.history_of(channel).map(|rule| {
+            Box::new(Append {
+                keys: self.config.history_keys(channel),
+                head: wire::head(self.node, binary, exclude, true),
+                size: rule.size,
+                ttl: rule.ttl.as_secs().max(1),
+                epoch: self.epochs.offer(),
+            })
+        });
+        // With history the script puts the head and the position in front
+        // of the payload.
+        let message = match history {
+            Some(_) => data.to_vec(),
+            None => wire::encode(self.node, binary, exclude, data),
+        };
         match &self.engine {
             Engine::Sharded { shards, route } => {
-                let history = self.config.history_of(channel).map(|rule| {
-                    Box::new(Append {
-                        keys: self.config.history_keys(channel),
-                        head: wire::head(self.node, binary, exclude, true),
-                        size: rule.size,
-                        ttl: rule.ttl.as_secs().max(1),
-                        epoch: self.epochs.offer(),
-                    })
-                });
-                // With history the script puts the head and the position
-                // in front of the payload.
-                let message = match history {
-                    Some(_) => data.to_vec(),
-                    None => wire::encode(self.node, binary, exclude, data),
-                };
                 shards[route.pick(channel)].publish(redis_channel, message, history)
             }
-            Engine::Cluster(cluster) => cluster.publish(
-                redis_channel,
-                wire::encode(self.node, binary, exclude, data),
-            ),
+            Engine::Cluster(cluster) => cluster.publish(redis_channel, message, history),
         }
     }
 
@@ -336,10 +331,10 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<HistoryPage>,
     ) {
-        let Some((shard, _)) = self.history_shard(channel) else {
+        let Some((reader, _, _)) = self.history_source(channel) else {
             return reply(Err(HistoryError::NotKept));
         };
-        let (reader, channel) = (shard.reader.clone(), channel.to_owned());
+        let channel = channel.to_owned();
         self.runtime.spawn(async move {
             reply(reader.read(&channel, since, limit).await);
         });
@@ -353,19 +348,15 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<Recovery>,
     ) {
-        let Some((shard, rule)) = self.history_shard(channel) else {
+        let Some((reader, shared, rule)) = self.history_source(channel) else {
             return reply(Err(HistoryError::NotKept));
         };
         // The subscription the caller just made is covered by the ticket
         // of this moment: once Redis confirmed it, whatever the history
         // read misses reaches the subscriber live.
-        let ticket = shard.shared.requested.load(Ordering::Acquire);
+        let ticket = shared.requested.load(Ordering::Acquire);
         let limit = limit.min(rule.size);
-        let (reader, shared, server) = (
-            shard.reader.clone(),
-            shard.shared.clone(),
-            self.server.clone(),
-        );
+        let server = self.server.clone();
         let (channel, timeout) = (channel.to_owned(), self.config.connect_timeout);
         self.runtime.spawn(async move {
             if tokio::time::timeout(timeout, shared.subscribed(ticket))
@@ -418,13 +409,21 @@ impl Bridge for Broker {
 }
 
 impl Broker {
-    /// The server holding `channel`'s history, and its rule; none when
-    /// the channel keeps no history.
-    fn history_shard(&self, channel: &str) -> Option<(&Shard, &HistoryRule)> {
+    /// Where `channel`'s history is read, the subscription tickets a
+    /// recovery waits for, and its rule; none when the channel keeps no
+    /// history.
+    fn history_source(&self, channel: &str) -> Option<(Source, Arc<Shared>, &HistoryRule)> {
         let rule = self.config.history_of(channel)?;
         match &self.engine {
-            Engine::Sharded { shards, route } => Some((&shards[route.pick(channel)], rule)),
-            Engine::Cluster(_) => None,
+            Engine::Sharded { shards, route } => {
+                let shard = &shards[route.pick(channel)];
+                let source = Source::Server(shard.reader.clone());
+                Some((source, shard.shared.clone(), rule))
+            }
+            Engine::Cluster(cluster) => {
+                let source = Source::Cluster(cluster.reader.clone());
+                Some((source, cluster.shared().base.clone(), rule))
+            }
         }
     }
 }

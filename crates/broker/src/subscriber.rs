@@ -18,13 +18,14 @@ use std::time::Duration;
 use futures_util::{FutureExt, StreamExt};
 use redis::aio::PubSubSink;
 use switchboard_pubsub::ChannelChange;
-use switchboard_runtime::{Position, Server};
+use switchboard_runtime::Server;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::history::{Admit, Positions, Reader};
-use crate::{wire, BrokerConfig, Command, Shared};
+use crate::history::{Reader, Source};
+use crate::inbound::{Gone, Inbound};
+use crate::{BrokerConfig, Command, Shared};
 
 /// Names per SUBSCRIBE or UNSUBSCRIBE: one command stays well under Redis's
 /// argument limits and a resubscription of many channels is a few
@@ -89,13 +90,7 @@ pub(crate) async fn run(
         publisher,
     } = links;
     let mut publisher = Some(publisher);
-    let mut inbound = Inbound {
-        config: config.clone(),
-        node,
-        server,
-        reader,
-        positions: Positions::default(),
-    };
+    let mut inbound = Inbound::new(config.clone(), node, server, Source::Server(reader));
     let mut wanted = Wanted::default();
     // The highest ticket among the changes applied to `wanted`.
     let mut ticket = 0;
@@ -161,7 +156,7 @@ pub(crate) async fn run(
                         while let Some(Some(message)) = stream.next().now_or_never() {
                             batch.push(message);
                         }
-                        match inbound.deliver(&batch).await {
+                        match deliver(&mut inbound, &batch).await {
                             Ok(()) => Ok(()),
                             Err(Gone) => return,
                         }
@@ -244,96 +239,19 @@ async fn goodbye(
     .await;
 }
 
-/// The server went away: the task ends.
-struct Gone;
-
-/// Messages from Redis on their way to the native fan-out, each channel
-/// with history kept in offset order.
-struct Inbound {
-    config: Arc<BrokerConfig>,
-    node: u64,
-    server: Weak<Server>,
-    reader: Arc<Reader>,
-    positions: Positions,
-}
-
-impl Inbound {
-    /// Deliver a batch of messages corked: a connection's messages of the
-    /// batch leave in one write. A gap in a channel's offsets is filled
-    /// from its history first (rare: after a lost connection or a
-    /// dropped message), which holds the batch up for one read.
-    async fn deliver(&mut self, batch: &[redis::Msg]) -> Result<(), Gone> {
-        let server = self.server.upgrade().ok_or(Gone)?;
-        switchboard_runtime::cork();
-        for message in batch {
-            let Some(channel) = self
-                .config
-                .channel_of(message.get_channel_name().as_bytes())
-            else {
-                continue;
-            };
-            let Some(decoded) = wire::decode(message.get_payload_bytes()) else {
-                continue;
-            };
-            if let Some(position) = decoded.position {
-                match self.positions.admit(channel, position) {
-                    Admit::Deliver => {}
-                    Admit::Duplicate => continue,
-                    Admit::Gap { since } => {
-                        let missing = (position.offset - since.offset - 1) as usize;
-                        self.fill(&server, channel, since, missing).await;
-                    }
-                }
-                self.positions.delivered(channel, position);
-            }
-            // The excluded connection is one of the origin's.
-            let exclude = decoded.exclude.filter(|_| decoded.origin == self.node);
-            let (payload, binary) = (decoded.payload, decoded.binary);
-            server.deliver(channel, payload, binary, exclude, decoded.position);
-        }
-        switchboard_runtime::uncork();
-        Ok(())
+/// Deliver a batch of messages corked: a connection's messages of the
+/// batch leave in one write, at the uncork.
+async fn deliver(inbound: &mut Inbound, batch: &[redis::Msg]) -> Result<(), Gone> {
+    let server = inbound.server()?;
+    switchboard_runtime::cork();
+    for message in batch {
+        let channel = message.get_channel_name().as_bytes();
+        inbound
+            .deliver(&server, channel, message.get_payload_bytes())
+            .await;
     }
-
-    /// Deliver, in order, up to `count` publications of `channel` after
-    /// `since` from its history. If the history cannot be read they are
-    /// skipped: live traffic goes on, and clients still see the gap in the
-    /// offsets (and can recover themselves).
-    async fn fill(&mut self, server: &Server, channel: &str, since: Position, count: usize) {
-        let Ok(page) = self.reader.read(channel, Some(since), count).await else {
-            return;
-        };
-        if page.top.epoch != since.epoch {
-            return;
-        }
-        for publication in page.publications {
-            let position = Position {
-                epoch: since.epoch,
-                offset: publication.offset,
-            };
-            if self.positions.admit(channel, position) != Admit::Deliver {
-                continue;
-            }
-            self.positions.delivered(channel, position);
-            let data = &publication.data;
-            server.deliver(channel, data, publication.binary, None, Some(position));
-        }
-    }
-
-    /// After (re)subscribing: deliver what each history channel received
-    /// while this node was not listening.
-    async fn catch_up(&mut self) -> Result<(), Gone> {
-        let server = self.server.upgrade().ok_or(Gone)?;
-        for (channel, since) in self.positions.all() {
-            let Some(rule) = self.config.history_of(&channel) else {
-                continue;
-            };
-            switchboard_runtime::cork();
-            self.fill(&server, &channel, since, rule.size).await;
-            switchboard_runtime::uncork();
-        }
-        Ok(())
-    }
+    switchboard_runtime::uncork();
+    Ok(())
 }
 
 /// Bring Redis in step with `wanted`: subscribe what is wanted and not

@@ -534,9 +534,6 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
     throw new SwitchboardError('ERR_INVALID_OPTION', 'broker needs exactly one of redis (standalone servers) and cluster (a Redis Cluster)');
   }
   const which = options.cluster !== undefined ? 'cluster' : 'redis';
-  if (which === 'cluster' && options.history !== undefined && options.history.length > 0) {
-    throw new SwitchboardError('ERR_INVALID_OPTION', 'broker.history needs standalone Redis servers (broker.redis): a Redis Cluster does not keep history yet');
-  }
   const urls = redisUrls(`broker.${which}`, options.cluster ?? options.redis);
   if (options.prefix !== undefined && typeof options.prefix !== 'string') {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker.prefix must be a string, got ${String(options.prefix)}`);
