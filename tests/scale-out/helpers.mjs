@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { Client, jsonCodec, tcpTransport } from 'switchboard-client/node';
 import { ensureRedis } from '../helpers/redis.mjs';
 
 const fixture = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'scale-out-node.mjs');
@@ -95,6 +96,44 @@ export async function wsClient(t, node) {
   };
 }
 
+/** A loopback port nobody listens on: connecting is refused at once. */
+async function refusingPort() {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/**
+ * A protocol client whose every (re)connection goes to `target.node`: the
+ * test moves it to another node by changing `target.node`, and keeps it
+ * away from every node with `target.node = null` (its attempts are refused).
+ */
+export async function movableClient(t, target) {
+  const nowhere = await refusingPort();
+  const client = new Client({
+    transport: (handlers) => tcpTransport('127.0.0.1', target.node?.rpc ?? nowhere)(handlers),
+    codecs: [jsonCodec],
+    reconnect: { initialDelayMs: 20, maxDelayMs: 100 },
+  });
+  t.after(() => client.close());
+  await client.ready;
+  return client;
+}
+
+/** Subscribe with a callback; returns what arrives, each as `{ value, position }`, and the gaps. */
+export function collect(client, channel, options = {}) {
+  const received = [];
+  const gaps = [];
+  const states = [];
+  const subscription = client.subscribe(channel, (value, publication) => received.push({ value, position: publication.position }), options);
+  subscription.on('gap', (gap) => gaps.push(gap));
+  subscription.on('statechange', ({ state }) => states.push(state));
+  return { subscription, received, gaps, states };
+}
+
 /** A node sharding its channels over several standalone Redis servers. */
 export function startShardedNode(t, servers, options) {
   return startNode(t, { url: servers.map((s) => s.url).join(',') }, options);
@@ -139,6 +178,16 @@ async function clusterPort(taken) {
 export async function cli(port, ...args) {
   const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 });
   return stdout.trim();
+}
+
+/** One command on a cluster replica, after READONLY (so it answers for its master's slots); the reply, trimmed. */
+export async function readonly(port, ...args) {
+  const input = `READONLY\n${args.map((a) => JSON.stringify(a)).join(' ')}\n`;
+  const { stdout } = await new Promise((resolve, reject) => {
+    const child = execFile('redis-cli', ['-h', '127.0.0.1', '-p', String(port)], { timeout: 10_000 }, (error, stdout) => (error ? reject(error) : resolve({ stdout })));
+    child.stdin.end(input);
+  });
+  return stdout.split('\n').slice(1).join('\n').trim();
 }
 
 /**
@@ -210,13 +259,23 @@ export async function startCluster(t, { masters = 3, replicas = 0 } = {}) {
       return Number(lines[1]);
     },
     /**
-     * Move `slot` to the master at `to` (no keys: sharded channels are not
-     * keys): IMPORTING, MIGRATING, then NODE on both and the others.
+     * Move `slot` to the master at `to`: IMPORTING, MIGRATING, then (with
+     * `keys`, as `redis-cli --cluster reshard` does) the slot's keys with
+     * MIGRATE, with `during()` awaited between the two, then NODE on both
+     * and the others. Without `keys` no key moves (sharded channels are
+     * not keys).
      */
-    async migrate(slot, to) {
+    async migrate(slot, to, { keys = false, during } = {}) {
       const from = await cluster.owner(slot);
       await cli(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id);
       await cli(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id);
+      for (;;) {
+        if (!keys) break;
+        const found = (await cli(from.port, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')).split('\n').filter(Boolean);
+        if (found.length === 0) break;
+        await cli(from.port, 'MIGRATE', '127.0.0.1', String(to.port), '', '0', '5000', 'KEYS', ...found);
+        await during?.();
+      }
       await cli(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
       await cli(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
       for (const m of await cluster.masters()) {

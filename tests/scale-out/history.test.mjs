@@ -1,54 +1,13 @@
 // History and recovery through Redis (docs/scale-out.md, "History and
 // recovery"): separate Switchboard processes on one real redis-server.
-import { once } from 'node:events';
-import net from 'node:net';
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, jsonCodec, tcpTransport } from 'switchboard-client/node';
 import { startRedis } from '../helpers/redis.mjs';
-import { silencingProxy, sleep, startNode, until, wsClient } from './helpers.mjs';
+import { collect, movableClient, silencingProxy, sleep, startNode, until, wsClient } from './helpers.mjs';
 
 let runs = 0;
 const freshPrefix = () => `sbhist${process.pid}x${++runs}:`;
 const history = [{ channels: 'h.*', size: 50, ttl: 60 }];
-
-/** A loopback port nobody listens on: connecting is refused at once. */
-async function refusingPort() {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
-/**
- * A protocol client whose every (re)connection goes to `target.node`: the
- * test moves it to another node by changing `target.node`, and keeps it
- * away from every node with `target.node = null` (its attempts are refused).
- */
-async function movableClient(t, target) {
-  const nowhere = await refusingPort();
-  const client = new Client({
-    transport: (handlers) => tcpTransport('127.0.0.1', target.node?.rpc ?? nowhere)(handlers),
-    codecs: [jsonCodec],
-    reconnect: { initialDelayMs: 20, maxDelayMs: 100 },
-  });
-  t.after(() => client.close());
-  await client.ready;
-  return client;
-}
-
-/** Subscribe with a callback; returns what arrives, each as `{ value, position }`, and the gaps. */
-function collect(client, channel, options = {}) {
-  const received = [];
-  const gaps = [];
-  const states = [];
-  const subscription = client.subscribe(channel, (value, publication) => received.push({ value, position: publication.position }), options);
-  subscription.on('gap', (gap) => gaps.push(gap));
-  subscription.on('statechange', ({ state }) => states.push(state));
-  return { subscription, received, gaps, states };
-}
 
 test('publications on a channel with history carry contiguous positions on every node; history() reads them back', async (t) => {
   const redis = await startRedis(t);

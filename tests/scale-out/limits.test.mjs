@@ -23,13 +23,12 @@ test('bad broker options throw ERR_INVALID_OPTION', () => {
     { cluster: [] },
     { cluster: 'http://127.0.0.1:7000' },
     { redis: 'redis://127.0.0.1:6379', cluster: ['redis://127.0.0.1:7000'] },
-    // History: rules checked; not with a cluster yet.
+    // History: rules checked.
     { redis: 'redis://127.0.0.1:6379', history: {} },
     { redis: 'redis://127.0.0.1:6379', history: [{ channels: '' }] },
     { redis: 'redis://127.0.0.1:6379', history: [{ channels: 'a.*', size: 0 }] },
     { redis: 'redis://127.0.0.1:6379', history: [{ channels: 'a.*', ttl: 0.5 }] },
     { redis: 'redis://127.0.0.1:6379', historyMetaTtl: -1 },
-    { cluster: ['redis://127.0.0.1:7000'], history: [{ channels: '*' }] },
     // Presence: patterns checked; standalone Redis only for now.
     { redis: 'redis://127.0.0.1:6379', presence: 'chat.*' },
     { redis: 'redis://127.0.0.1:6379', presence: [''] },

@@ -20,14 +20,18 @@ use redis::aio::MultiplexedConnection;
 use switchboard_runtime::history::{HistoryPage, QueryError, Stored};
 use switchboard_runtime::Position;
 
-use crate::{wire, BrokerConfig};
+use crate::cluster::ClusterReader;
+use crate::{wire, Append, BrokerConfig, Outgoing};
 
 /// Append a message to a channel's history and publish it, as one step.
 ///
 /// KEYS: the stream, the meta hash. ARGV: the Redis channel, the message's
 /// head (`wire::head` with the position bit), the payload, the history's
-/// size, its TTL and the meta hash's TTL (seconds), and an epoch to take if
-/// the channel has none (8 bytes). Returns the offset.
+/// size, its TTL and the meta hash's TTL (seconds), an epoch to take if
+/// the channel has none (8 bytes), and the command that publishes
+/// (`PUBLISH` on standalone servers, `SPUBLISH` in a cluster, where the
+/// Redis channel `<prefix>{c}` shares the keys' slot, so the script stays
+/// single-slot). Returns the offset.
 ///
 /// A missing meta hash means the history was lost (expired, flushed,
 /// evicted): the channel starts a new epoch and any stream left over is
@@ -50,7 +54,7 @@ local message = ARGV[2] .. epoch .. string.char(unpack(bytes)) .. ARGV[3]
 redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], string.format('%d-0', offset), 'm', message)
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('EXPIRE', KEYS[2], ARGV[6])
-redis.call('PUBLISH', ARGV[1], message)
+redis.call(ARGV[8], ARGV[1], message)
 return offset
 ";
 
@@ -82,9 +86,125 @@ end
 return {epoch, top, entries}
 ";
 
-pub(crate) static PUBLISH_SCRIPT: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(PUBLISH));
+static PUBLISH_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(PUBLISH));
 static READ_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(READ));
+
+/// How a history script publishes: `PUBLISH` (standalone servers) or
+/// `SPUBLISH` (a cluster's sharded pub/sub).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Publish {
+    Classic,
+    Sharded,
+}
+
+impl Publish {
+    fn command(self) -> &'static str {
+        match self {
+            Publish::Classic => "PUBLISH",
+            Publish::Sharded => "SPUBLISH",
+        }
+    }
+}
+
+/// Add to `pipe` the call of the append script for one publish: an
+/// `EVALSHA` (the script is loaded on every new command connection,
+/// `load_publish_script`).
+pub(crate) fn append(
+    pipe: &mut redis::Pipeline,
+    outgoing: &Outgoing,
+    append: &Append,
+    config: &BrokerConfig,
+    publish: Publish,
+) {
+    pipe.cmd("EVALSHA")
+        .arg(PUBLISH_SCRIPT.get_hash())
+        .arg(2)
+        .arg(&append.keys[0])
+        .arg(&append.keys[1])
+        .arg(&outgoing.channel)
+        .arg(&append.head)
+        .arg(&outgoing.message)
+        .arg(append.size)
+        .arg(append.ttl)
+        .arg(config.history_meta_ttl.as_secs().max(1))
+        .arg(&append.epoch[..])
+        .arg(publish.command());
+}
+
+/// Load the append script on a new command connection, so pipelines can
+/// call it by its hash (a restarted Redis, or a new master, has not got
+/// it). Only when some channel keeps a history; whether it worked.
+pub(crate) async fn load_publish_script(
+    connection: &mut MultiplexedConnection,
+    config: &BrokerConfig,
+) -> bool {
+    if config.history.is_empty() {
+        return true;
+    }
+    load(connection, PUBLISH).await
+}
+
+/// Load the read script (after a `NOSCRIPT` answer).
+pub(crate) async fn load_read_script(connection: &mut MultiplexedConnection) -> bool {
+    load(connection, READ).await
+}
+
+async fn load(connection: &mut MultiplexedConnection, script: &str) -> bool {
+    let mut load = redis::cmd("SCRIPT");
+    load.arg("LOAD").arg(script);
+    load.query_async::<String>(connection).await.is_ok()
+}
+
+/// The call of the read script for a page of `channel` (`Reader::read`):
+/// an `EVALSHA` with its keys and arguments. The first key decides the
+/// slot in a cluster.
+pub(crate) fn read_call(
+    config: &BrokerConfig,
+    epochs: &Epochs,
+    channel: &str,
+    since: Option<Position>,
+    limit: usize,
+) -> redis::Cmd {
+    let [stream, meta] = config.history_keys(channel);
+    let start = match since {
+        Some(since) => format!("{}-0", since.offset.saturating_add(1)),
+        None => "-".to_owned(),
+    };
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(READ_SCRIPT.get_hash())
+        .arg(2)
+        .arg(stream)
+        .arg(meta)
+        .arg(start)
+        .arg(limit.max(1))
+        .arg(&epochs.offer()[..])
+        .arg(config.history_meta_ttl.as_secs().max(1));
+    cmd
+}
+
+/// Where a node reads the histories of its channels: the channel's
+/// standalone server, or the master of its slot in a cluster.
+#[derive(Clone)]
+pub(crate) enum Source {
+    Server(Arc<Reader>),
+    Cluster(Arc<ClusterReader>),
+}
+
+impl Source {
+    /// `channel`'s publications after `since` (the newest `limit` without
+    /// it) and its position.
+    pub(crate) async fn read(
+        &self,
+        channel: &str,
+        since: Option<Position>,
+        limit: usize,
+    ) -> Result<HistoryPage, QueryError> {
+        match self {
+            Source::Server(reader) => reader.read(channel, since, limit).await,
+            Source::Cluster(reader) => reader.read(channel, since, limit).await,
+        }
+    }
+}
 
 /// Epochs to offer Redis: random per node, then distinct per call, so two
 /// channels (or two nodes) renewing at once do not pick one epoch.
@@ -196,25 +316,22 @@ impl Reader {
         since: Option<Position>,
         limit: usize,
     ) -> redis::RedisResult<redis::Value> {
-        let [stream, meta] = self.config.history_keys(channel);
-        let start = match since {
-            Some(since) => format!("{}-0", since.offset.saturating_add(1)),
-            None => "-".to_owned(),
-        };
-        READ_SCRIPT
-            .key(stream)
-            .key(meta)
-            .arg(start)
-            .arg(limit.max(1))
-            .arg(&self.epochs.offer()[..])
-            .arg(self.config.history_meta_ttl.as_secs().max(1))
-            .invoke_async(connection)
-            .await
+        let call = read_call(&self.config, &self.epochs, channel, since, limit);
+        match call.query_async(connection).await {
+            Err(error)
+                if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                // A restarted Redis: load the script, and read once more.
+                load_read_script(connection).await;
+                call.query_async(connection).await
+            }
+            answer => answer,
+        }
     }
 }
 
 /// The read script's reply as a page; `None` for a reply of another shape.
-fn parse(reply: redis::Value, since: Option<Position>) -> Option<HistoryPage> {
+pub(crate) fn parse(reply: redis::Value, since: Option<Position>) -> Option<HistoryPage> {
     let redis::Value::Array(mut parts) = reply else {
         return None;
     };
@@ -325,6 +442,11 @@ impl Positions {
                 self.last.insert(Arc::from(channel), position);
             }
         }
+    }
+
+    /// The last position delivered on `channel`.
+    pub(crate) fn last(&self, channel: &str) -> Option<Position> {
+        self.last.get(channel).copied()
     }
 
     /// The channels tracked and their last delivered positions.

@@ -15,15 +15,17 @@
 //! a channel), `shard` (one standalone Redis: `publisher`, the `PUBLISH`
 //! connection, and `subscriber`, the subscription set and its connection),
 //! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
-//! slots), `history` (the scripts, reads, and gap tracking), `backoff`;
-//! `nodes` (this node's number, its heartbeat, operations on other nodes'
-//! connections) and `node_wire` (their message format); `nats` carries the
-//! channels through NATS instead (no history).
+//! slots), `history` (the scripts, reads, and gap tracking), `inbound`
+//! (messages from Redis to the fan-out, in offset order; both
+//! subscribers'), `backoff`; `nodes` (this node's number, its heartbeat,
+//! operations on other nodes' connections) and `node_wire` (their message
+//! format); `nats` carries the channels through NATS instead (no history).
 
 mod backoff;
 mod cluster;
 mod config;
 mod history;
+mod inbound;
 mod nats;
 pub mod node_wire;
 mod nodes;
@@ -48,7 +50,7 @@ use switchboard_runtime::{
 };
 
 pub use config::{BrokerConfig, HistoryRule};
-use history::{Epochs, Reader};
+use history::{Epochs, Reader, Source};
 use presence::PresenceCommand;
 use switchboard_pubsub::{MemberChange, MemberFilter};
 use switchboard_runtime::presence::Presence;
@@ -214,13 +216,8 @@ impl Broker {
                 };
                 (engine, Tasks::Sharded(tasks))
             }
-            Topology::Cluster(_) if !config.history.is_empty() => {
-                return Err(invalid(
-                    "history needs standalone Redis servers; a Redis Cluster does not keep it yet",
-                ));
-            }
             Topology::Cluster(seeds) => {
-                let (cluster, task) = cluster::Cluster::new(seeds, &config)?;
+                let (cluster, task) = cluster::Cluster::new(seeds, &config, &epochs)?;
                 (Engine::Cluster(cluster), Tasks::Cluster(task))
             }
             Topology::Nats(_) if !config.history.is_empty() => {
@@ -332,28 +329,17 @@ impl Bridge for Broker {
     ) -> Result<(), BridgeError> {
         match &self.engine {
             Engine::Sharded { shards, route, .. } => {
-                let redis_channel = self.config.redis_channel(channel);
-                let history = self.config.history_of(channel).map(|rule| {
-                    Box::new(Append {
-                        keys: self.config.history_keys(channel),
-                        head: wire::head(self.node, binary, exclude, true),
-                        size: rule.size,
-                        ttl: rule.ttl.as_secs().max(1),
-                        epoch: self.epochs.offer(),
-                    })
-                });
-                // With history the script puts the head and the position
-                // in front of the payload.
-                let message = match history {
-                    Some(_) => data.to_vec(),
-                    None => wire::encode(self.node, binary, exclude, data),
-                };
-                shards[route.pick(channel)].publish(redis_channel, message, history)
+                let (message, history) = self.with_history(channel, data, binary, exclude);
+                shards[route.pick(channel)].publish(
+                    self.config.redis_channel(channel),
+                    message,
+                    history,
+                )
             }
-            Engine::Cluster(cluster) => cluster.publish(
-                self.config.redis_channel(channel),
-                wire::encode(self.node, binary, exclude, data),
-            ),
+            Engine::Cluster(cluster) => {
+                let (message, history) = self.with_history(channel, data, binary, exclude);
+                cluster.publish(self.config.redis_channel(channel), message, history)
+            }
             Engine::Nats(nats) => {
                 nats.publish(channel, wire::encode(self.node, binary, exclude, data))
             }
@@ -473,10 +459,10 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<HistoryPage>,
     ) {
-        let Some((shard, _)) = self.history_shard(channel) else {
+        let Some((reader, _, _)) = self.history_source(channel) else {
             return reply(Err(QueryError::NoHistory));
         };
-        let (reader, channel) = (shard.reader.clone(), channel.to_owned());
+        let channel = channel.to_owned();
         self.runtime.spawn(async move {
             reply(reader.read(&channel, since, limit).await);
         });
@@ -490,19 +476,15 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<Recovery>,
     ) {
-        let Some((shard, rule)) = self.history_shard(channel) else {
+        let Some((reader, shared, rule)) = self.history_source(channel) else {
             return reply(Err(QueryError::NoHistory));
         };
         // The subscription the caller just made is covered by the ticket
         // of this moment: once Redis confirmed it, whatever the history
         // read misses reaches the subscriber live.
-        let ticket = shard.shared.requested.load(Ordering::Acquire);
+        let ticket = shared.requested.load(Ordering::Acquire);
         let limit = limit.min(rule.size);
-        let (reader, shared, server) = (
-            shard.reader.clone(),
-            shard.shared.clone(),
-            self.server.clone(),
-        );
+        let server = self.server.clone();
         let (channel, timeout) = (channel.to_owned(), self.config.connect_timeout);
         self.runtime.spawn(async move {
             if tokio::time::timeout(timeout, shared.subscribed(ticket))
@@ -569,13 +551,47 @@ impl Broker {
         MemberFilter(Arc::new(move |channel| config.presence_logged(channel)))
     }
 
-    /// The server holding `channel`'s history, and its rule; none when
-    /// the channel keeps no history.
-    fn history_shard(&self, channel: &str) -> Option<(&Shard, &HistoryRule)> {
+    /// Where `channel`'s history is read, the subscription tickets a
+    /// recovery waits for, and its rule; none when the channel keeps no
+    /// history.
+    fn history_source(&self, channel: &str) -> Option<(Source, Arc<Shared>, &HistoryRule)> {
         let rule = self.config.history_of(channel)?;
         match &self.engine {
-            Engine::Sharded { shards, route, .. } => Some((&shards[route.pick(channel)], rule)),
-            Engine::Cluster(_) | Engine::Nats(_) => None,
+            Engine::Sharded { shards, route, .. } => {
+                let shard = &shards[route.pick(channel)];
+                let source = Source::Server(shard.reader.clone());
+                Some((source, shard.shared.clone(), rule))
+            }
+            Engine::Cluster(cluster) => {
+                let source = Source::Cluster(cluster.reader.clone());
+                Some((source, cluster.shared().base.clone(), rule))
+            }
+            Engine::Nats(_) => None,
+        }
+    }
+
+    /// A publish as Redis takes it: the encoded message, or for a channel
+    /// with history the payload alone and what the append script needs
+    /// (the script puts the head and the position in front).
+    fn with_history(
+        &self,
+        channel: &str,
+        data: &[u8],
+        binary: bool,
+        exclude: Option<u64>,
+    ) -> (Vec<u8>, Option<Box<Append>>) {
+        match self.config.history_of(channel) {
+            None => (wire::encode(self.node, binary, exclude, data), None),
+            Some(rule) => {
+                let append = Append {
+                    keys: self.config.history_keys(channel),
+                    head: wire::head(self.node, binary, exclude, true),
+                    size: rule.size,
+                    ttl: rule.ttl.as_secs().max(1),
+                    epoch: self.epochs.offer(),
+                };
+                (data.to_vec(), Some(Box::new(append)))
+            }
         }
     }
 }

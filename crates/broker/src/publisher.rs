@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use switchboard_runtime::stats::{self, Stats};
 
 use crate::backoff::Backoff;
-use crate::history;
+use crate::history::{self, Publish};
 use crate::{BrokerConfig, Outgoing, Shared};
 
 /// At most this many publishes go in one pipeline: enough to amortise the
@@ -38,7 +38,7 @@ pub(crate) async fn run(
         let epoch = shared.epoch.load(Ordering::Acquire);
         let connect = async {
             let mut connection = client.get_multiplexed_async_connection().await.ok()?;
-            load_scripts(&mut connection, &config)
+            history::load_publish_script(&mut connection, &config)
                 .await
                 .then_some(connection)
         };
@@ -90,25 +90,16 @@ pub(crate) async fn run(
             let mut pipe = redis::pipe();
             for outgoing in &batch {
                 match &outgoing.history {
-                    None => pipe
-                        .cmd("PUBLISH")
-                        .arg(&outgoing.channel)
-                        .arg(&outgoing.message),
-                    Some(append) => pipe
-                        .cmd("EVALSHA")
-                        .arg(history::PUBLISH_SCRIPT.get_hash())
-                        .arg(2)
-                        .arg(&append.keys[0])
-                        .arg(&append.keys[1])
-                        .arg(&outgoing.channel)
-                        .arg(&append.head)
-                        .arg(&outgoing.message)
-                        .arg(append.size)
-                        .arg(append.ttl)
-                        .arg(config.history_meta_ttl.as_secs().max(1))
-                        .arg(&append.epoch[..]),
+                    None => {
+                        pipe.cmd("PUBLISH")
+                            .arg(&outgoing.channel)
+                            .arg(&outgoing.message);
+                    }
+                    Some(append) => {
+                        history::append(&mut pipe, outgoing, append, &config, Publish::Classic)
+                    }
                 }
-                .ignore();
+                pipe.ignore();
             }
             let sent = pipe.query_async::<()>(&mut connection).await;
             if sent.is_err() {
@@ -123,19 +114,4 @@ pub(crate) async fn run(
             batch.clear();
         }
     }
-}
-
-/// Load the history script on a new connection, so pipelines can call it
-/// by its hash (a restarted Redis has forgotten it). Only when some
-/// channel keeps a history.
-async fn load_scripts(
-    connection: &mut redis::aio::MultiplexedConnection,
-    config: &BrokerConfig,
-) -> bool {
-    if config.history.is_empty() {
-        return true;
-    }
-    let mut load = redis::cmd("SCRIPT");
-    load.arg("LOAD").arg(history::PUBLISH);
-    load.query_async::<String>(connection).await.is_ok()
 }

@@ -18,14 +18,15 @@ use std::time::Duration;
 use futures_util::{FutureExt, StreamExt};
 use redis::aio::PubSubSink;
 use switchboard_pubsub::ChannelChange;
-use switchboard_runtime::{Position, Server};
+use switchboard_runtime::Server;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::history::{Admit, Positions, Reader};
+use crate::history::{Reader, Source};
+use crate::inbound::{Gone, Inbound};
 use crate::probe::Probe;
-use crate::{wire, BrokerConfig, Command, Shared};
+use crate::{BrokerConfig, Command, Shared};
 
 /// Names per SUBSCRIBE or UNSUBSCRIBE: one command stays well under Redis's
 /// argument limits and a resubscription of many channels is a few
@@ -93,15 +94,9 @@ pub(crate) async fn run(
         home,
     } = links;
     let mut publisher = Some(publisher);
-    let mut inbound = Inbound {
-        config: config.clone(),
-        home,
-        shared: shared.clone(),
-        node,
-        server,
-        reader,
-        positions: Positions::default(),
-    };
+    // The probe publishes through the same query connection.
+    let probe_reader = reader.clone();
+    let mut inbound = Inbound::new(config.clone(), node, server, Source::Server(reader));
     let mut probe = Probe::new(&config, node);
     let mut wanted = Wanted::default();
     // The highest ticket among the changes applied to `wanted`.
@@ -117,8 +112,8 @@ pub(crate) async fn run(
                 // connection: they are simply not subscribed again.
                 wanted.leaving.clear();
                 // The home shard also carries this node's own channels.
-                let own = if inbound.home {
-                    crate::nodes::subscribe(&mut sink, &config, &inbound.shared).await
+                let own = if home {
+                    crate::nodes::subscribe(&mut sink, &config, &shared).await
                 } else {
                     Ok(())
                 };
@@ -196,7 +191,8 @@ pub(crate) async fn run(
                             batch.push(message);
                         }
                         batch.retain(|m| !probe.received(m.get_channel_name().as_bytes(), m.get_payload_bytes()));
-                        match inbound.deliver(&batch).await {
+                        let nodes = home.then_some(&*shared);
+                        match deliver(&mut inbound, &config, nodes, &batch).await {
                             Ok(()) => Ok(()),
                             Err(Gone) => return,
                         }
@@ -233,7 +229,7 @@ pub(crate) async fn run(
                         return goodbye(&shared, &mut sink, &config, &subscribed, probe.channel(), publisher.take()).await;
                     }
                 },
-                _ = probe_due => probe.tick(&inbound.reader, config.connect_timeout).await.map_err(|_| ()),
+                _ = probe_due => probe.tick(&probe_reader, config.connect_timeout).await.map_err(|_| ()),
                 _ = due => {
                     let synced = sync(&mut sink, &config, &mut wanted, &mut subscribed).await;
                     inbound.positions.retain(|c| subscribed.contains(c));
@@ -282,105 +278,32 @@ async fn goodbye(
     .await;
 }
 
-/// The server went away: the task ends.
-struct Gone;
-
-/// Messages from Redis on their way to the native fan-out, each channel
-/// with history kept in offset order.
-struct Inbound {
-    config: Arc<BrokerConfig>,
-    /// This shard carries the node channels (`nodes.rs`).
-    home: bool,
-    shared: Arc<Shared>,
-    node: u64,
-    server: Weak<Server>,
-    reader: Arc<Reader>,
-    positions: Positions,
-}
-
-impl Inbound {
-    /// Deliver a batch of messages corked: a connection's messages of the
-    /// batch leave in one write. A gap in a channel's offsets is filled
-    /// from its history first (rare: after a lost connection or a
-    /// dropped message), which holds the batch up for one read.
-    async fn deliver(&mut self, batch: &[redis::Msg]) -> Result<(), Gone> {
-        let server = self.server.upgrade().ok_or(Gone)?;
-        switchboard_runtime::cork();
-        for message in batch {
-            // This node's channels (`nodes.rs`): operations on its
-            // connections, the other nodes' heartbeats.
-            if self.home && crate::nodes::is_node_message(&self.config, message) {
-                crate::nodes::handle(&server, &self.shared, message.get_payload_bytes());
+/// Deliver a batch of messages corked: a connection's messages of the
+/// batch leave in one write, at the uncork. On the home shard (`nodes`),
+/// this node's own channels carry operations on its connections and the
+/// other nodes' heartbeats (`nodes.rs`).
+async fn deliver(
+    inbound: &mut Inbound,
+    config: &BrokerConfig,
+    nodes: Option<&Shared>,
+    batch: &[redis::Msg],
+) -> Result<(), Gone> {
+    let server = inbound.server()?;
+    switchboard_runtime::cork();
+    for message in batch {
+        if let Some(shared) = nodes {
+            if crate::nodes::is_node_message(config, message) {
+                crate::nodes::handle(&server, shared, message.get_payload_bytes());
                 continue;
             }
-            let Some(channel) = self
-                .config
-                .channel_of(message.get_channel_name().as_bytes())
-            else {
-                continue;
-            };
-            let Some(decoded) = wire::decode(message.get_payload_bytes()) else {
-                continue;
-            };
-            if let Some(position) = decoded.position {
-                match self.positions.admit(channel, position) {
-                    Admit::Deliver => {}
-                    Admit::Duplicate => continue,
-                    Admit::Gap { since } => {
-                        let missing = (position.offset - since.offset - 1) as usize;
-                        self.fill(&server, channel, since, missing).await;
-                    }
-                }
-                self.positions.delivered(channel, position);
-            }
-            // The excluded connection is one of the origin's.
-            let exclude = decoded.exclude.filter(|_| decoded.origin == self.node);
-            let (payload, binary) = (decoded.payload, decoded.binary);
-            server.deliver(channel, payload, binary, exclude, decoded.position);
         }
-        switchboard_runtime::uncork();
-        Ok(())
+        let channel = message.get_channel_name().as_bytes();
+        inbound
+            .deliver(&server, channel, message.get_payload_bytes())
+            .await;
     }
-
-    /// Deliver, in order, up to `count` publications of `channel` after
-    /// `since` from its history. If the history cannot be read they are
-    /// skipped: live traffic goes on, and clients still see the gap in the
-    /// offsets (and can recover themselves).
-    async fn fill(&mut self, server: &Server, channel: &str, since: Position, count: usize) {
-        let Ok(page) = self.reader.read(channel, Some(since), count).await else {
-            return;
-        };
-        if page.top.epoch != since.epoch {
-            return;
-        }
-        for publication in page.publications {
-            let position = Position {
-                epoch: since.epoch,
-                offset: publication.offset,
-            };
-            if self.positions.admit(channel, position) != Admit::Deliver {
-                continue;
-            }
-            self.positions.delivered(channel, position);
-            let data = &publication.data;
-            server.deliver(channel, data, publication.binary, None, Some(position));
-        }
-    }
-
-    /// After (re)subscribing: deliver what each history channel received
-    /// while this node was not listening.
-    async fn catch_up(&mut self) -> Result<(), Gone> {
-        let server = self.server.upgrade().ok_or(Gone)?;
-        for (channel, since) in self.positions.all() {
-            let Some(rule) = self.config.history_of(&channel) else {
-                continue;
-            };
-            switchboard_runtime::cork();
-            self.fill(&server, &channel, since, rule.size).await;
-            switchboard_runtime::uncork();
-        }
-        Ok(())
-    }
+    switchboard_runtime::uncork();
+    Ok(())
 }
 
 /// Bring Redis in step with `wanted`: subscribe what is wanted and not

@@ -591,9 +591,6 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
   if (which === 'nats' && options.history !== undefined && options.history.length > 0) {
     throw new SwitchboardError('ERR_INVALID_OPTION', 'broker.history needs Redis (broker.redis): with NATS, channels keep no history');
   }
-  if (which === 'cluster' && options.history !== undefined && options.history.length > 0) {
-    throw new SwitchboardError('ERR_INVALID_OPTION', 'broker.history needs standalone Redis servers (broker.redis): a Redis Cluster does not keep history yet');
-  }
   const urls = which === 'nats' ? natsUrls(options.nats) : redisUrls(`broker.${which}`, options.cluster ?? options.redis);
   if (options.prefix !== undefined && typeof options.prefix !== 'string') {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker.prefix must be a string, got ${String(options.prefix)}`);

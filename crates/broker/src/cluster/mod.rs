@@ -13,9 +13,13 @@
 //!   (failover) or a periodic refresh makes it read the map again and
 //!   subscribe the channels where they now live.
 //! - `publisher`: one task and one command connection per master:
-//!   `SPUBLISH`es routed by slot, pipelined per master; those answered
-//!   `-MOVED` are sent again, in order, to the new master before anything
-//!   later (a `MOVED` answer means the command did not run).
+//!   `SPUBLISH`es (or, for a channel with history, calls of the script that
+//!   appends and `SPUBLISH`es) routed by slot, pipelined per master; those
+//!   answered `-MOVED` are sent again, in order, to the new master before
+//!   anything later (a `MOVED` answer means the command did not run).
+//! - `reader`: history reads at the slot's master, following the cluster;
+//!   `redirect`: what an error answer means (`MOVED`, `ASK`, `TRYAGAIN`,
+//!   `NOSCRIPT`).
 //!
 //! Why not the `redis` crate's cluster client (1.8, `cluster-async`): it
 //! runs RESP3 pub/sub on its multiplexed connections, which take the
@@ -27,6 +31,8 @@
 
 mod map;
 mod publisher;
+mod reader;
+mod redirect;
 mod resp;
 mod subscriber;
 
@@ -34,13 +40,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
+use redis::aio::MultiplexedConnection;
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::stats::Stats;
 use switchboard_runtime::{BridgeError, Server};
 use tokio::sync::mpsc;
 
-use crate::{slot, BrokerConfig, Command, Outgoing, Shared};
+use crate::history::Epochs;
+use crate::{slot, Append, BrokerConfig, Command, Outgoing, Shared};
 use map::SlotMap;
+pub(crate) use reader::ClusterReader;
 
 /// One master as the callers see it.
 pub(crate) struct NodeState {
@@ -82,7 +91,7 @@ impl View {
 pub(crate) struct ClusterShared {
     /// Tickets, closing; `subscriber_up` is "a complete slot map is
     /// known", `publisher_up` "the publisher runs".
-    pub(crate) base: Shared,
+    pub(crate) base: Arc<Shared>,
     pub(crate) view: RwLock<Arc<View>>,
     /// The publisher saw a `MOVED` or lost a master: read the map again.
     pub(crate) refresh: tokio::sync::Notify,
@@ -93,6 +102,8 @@ pub(crate) struct ClusterShared {
 /// The callers' side of the cluster.
 pub(crate) struct Cluster {
     shared: Arc<ClusterShared>,
+    /// Reads the histories, at each channel's master.
+    pub(crate) reader: Arc<ClusterReader>,
     publishes: mpsc::Sender<Outgoing>,
     commands: mpsc::UnboundedSender<Command>,
 }
@@ -102,6 +113,7 @@ pub(crate) struct ClusterTasks {
     shared: Arc<ClusterShared>,
     seed: redis::ConnectionInfo,
     seeds: Vec<String>,
+    reader: Arc<ClusterReader>,
     publishes: mpsc::Receiver<Outgoing>,
     commands: mpsc::UnboundedReceiver<Command>,
 }
@@ -109,7 +121,8 @@ pub(crate) struct ClusterTasks {
 impl Cluster {
     pub(crate) fn new(
         seeds: &[String],
-        config: &BrokerConfig,
+        config: &Arc<BrokerConfig>,
+        epochs: &Arc<Epochs>,
     ) -> std::io::Result<(Self, ClusterTasks)> {
         let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
         let mut infos = Vec::new();
@@ -129,7 +142,7 @@ impl Cluster {
             return Err(invalid("no cluster seed given".into()));
         };
         let shared = Arc::new(ClusterShared {
-            base: Shared::default(),
+            base: Arc::default(),
             view: RwLock::new(Arc::new(View::empty())),
             refresh: tokio::sync::Notify::new(),
             view_changed: tokio::sync::Notify::new(),
@@ -137,16 +150,24 @@ impl Cluster {
         let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
         // Unbounded: see `Shard::new`.
         let (commands, command_rx) = mpsc::unbounded_channel();
+        let reader = Arc::new(ClusterReader::new(
+            shared.clone(),
+            seed.clone(),
+            config.clone(),
+            epochs.clone(),
+        ));
         let tasks = ClusterTasks {
             shared: shared.clone(),
             seed,
             seeds: infos.into_iter().map(|(addr, _)| addr).collect(),
+            reader: reader.clone(),
             publishes: publish_rx,
             commands: command_rx,
         };
         Ok((
             Self {
                 shared,
+                reader,
                 publishes,
                 commands,
             },
@@ -154,7 +175,15 @@ impl Cluster {
         ))
     }
 
-    pub(crate) fn publish(&self, channel: Vec<u8>, message: Vec<u8>) -> Result<(), BridgeError> {
+    /// Queue a publish (with the history script's part, for a channel
+    /// with history); refused at once when the channel's master is not
+    /// reachable both ways, or the queue is full.
+    pub(crate) fn publish(
+        &self,
+        channel: Vec<u8>,
+        message: Vec<u8>,
+        history: Option<Box<Append>>,
+    ) -> Result<(), BridgeError> {
         if !self.shared.base.available() {
             return Err(BridgeError::Unavailable);
         }
@@ -172,8 +201,7 @@ impl Cluster {
         let outgoing = Outgoing {
             channel,
             message,
-            // History is refused with a cluster (see `Broker::attach`).
-            history: None,
+            history,
             ticket: self.shared.base.requested.load(Ordering::Acquire),
         };
         self.publishes.try_send(outgoing).map_err(|e| match e {
@@ -193,6 +221,12 @@ impl Cluster {
             base.requested.load(Ordering::Acquire)
         };
         let _ = self.commands.send(Command::Changes(changes, ticket));
+    }
+
+    /// What the tasks and the callers share (the subscription tickets a
+    /// recovery waits for).
+    pub(crate) fn shared(&self) -> &ClusterShared {
+        &self.shared
     }
 
     /// A complete slot map, and every master connected both ways.
@@ -237,6 +271,7 @@ impl ClusterTasks {
             config,
             node,
             server,
+            reader: self.reader,
             commands: self.commands,
             publisher,
         })
@@ -253,6 +288,24 @@ pub(crate) fn node_info(seed: &redis::ConnectionInfo, addr: &str) -> Option<redi
         seed.clone()
             .set_addr(redis::ConnectionAddr::Tcp(host.to_string(), port)),
     )
+}
+
+/// A command connection to the master at `addr`, each step within
+/// `connect_timeout` (also its response timeout).
+pub(crate) async fn command_connection(
+    seed: &redis::ConnectionInfo,
+    addr: &str,
+    config: &BrokerConfig,
+) -> Option<MultiplexedConnection> {
+    let client = redis::Client::open(node_info(seed, addr)?).ok()?;
+    let settings = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(config.connect_timeout))
+        .set_response_timeout(Some(config.connect_timeout));
+    let connect = client.get_multiplexed_async_connection_with_config(&settings);
+    tokio::time::timeout(config.connect_timeout, connect)
+        .await
+        .ok()?
+        .ok()
 }
 
 /// Subscriptions confirmed up to `ticket`: publishes waiting may go.

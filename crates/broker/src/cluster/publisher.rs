@@ -11,6 +11,16 @@
 //! twice; a connection that failed mid-batch is not retried (it may have
 //! run), and its publishes are counted as lost, as with one Redis.
 //!
+//! A channel with history is published by the append script
+//! (`crate::history`, `EVALSHA`, its `SPUBLISH` inside), routed by the
+//! same slot: its keys `<prefix>{c}:...` share the channel's hash tag. The
+//! script is loaded on every new connection; a master that answers
+//! `-NOSCRIPT` anyway (a flushed cache) gets it loaded and the publishes
+//! again, in order, as for `MOVED` (`NOSCRIPT` means it did not run). A
+//! migration that moves the keys answers `-ASK` once they are gone (sent
+//! to the new master after `ASKING`) and `-TRYAGAIN` while they are split
+//! (sent again a moment later): neither ran, both keep the order.
+//!
 //! Cost of the single task: a master that answers slowly holds back the
 //! batch, and so the others, for at most `connect_timeout` (the response
 //! timeout of these connections), after which its part is counted as lost.
@@ -24,8 +34,10 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use switchboard_runtime::stats::{self, Stats};
 use tokio::sync::mpsc;
 
-use super::{node_info, resp, ClusterShared, View};
+use super::redirect::Redirect;
+use super::{command_connection, ClusterShared, View};
 use crate::backoff::Backoff;
+use crate::history::{self, Publish};
 use crate::{slot, BrokerConfig, Outgoing};
 
 /// Publishes per batch (as for one Redis).
@@ -33,6 +45,9 @@ const BATCH: usize = 256;
 /// `MOVED` rounds per batch before the rest is given up as lost: a slot
 /// moves once in a batch; more means the cluster's masters disagree.
 const MAX_REDIRECTS: usize = 5;
+/// The wait before publishes answered `-TRYAGAIN` (a migration moving a
+/// slot's keys) are sent again.
+const TRY_AGAIN_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
 
 struct Connection {
     connection: MultiplexedConnection,
@@ -127,87 +142,166 @@ pub(crate) async fn run(
             }
             confirmed.await;
         }
-        let mut pending = std::mem::take(&mut batch);
-        let mut lost = 0usize;
-        for _ in 0..=MAX_REDIRECTS {
-            if pending.is_empty() {
-                break;
-            }
-            let view = shared.view.read().clone();
-            // Each master's part, in the batch's order.
-            let mut parts: Vec<(String, Vec<Outgoing>)> = Vec::new();
-            for outgoing in pending.drain(..) {
-                let slot = slot::slot(&outgoing.channel);
-                let owner = redirects
-                    .get(&slot)
-                    .map(String::as_str)
-                    .or_else(|| view.map.owner_addr(slot));
-                let Some(owner) = owner else {
-                    lost += 1;
-                    continue;
-                };
-                match parts.iter_mut().find(|(addr, _)| addr == owner) {
-                    Some((_, part)) => part.push(outgoing),
-                    None => parts.push((owner.to_string(), vec![outgoing])),
-                }
-            }
-            let mut sends = Vec::new();
-            for (addr, part) in parts {
-                if !connect(&mut connections, &seed, &config, &view, &addr).await {
-                    mark(&view, &addr, false);
-                    lost += part.len();
-                    continue;
-                }
-                let mut connection = connections[&addr].connection.clone();
-                sends.push(async move {
-                    let mut pipe = redis::pipe();
-                    for outgoing in &part {
-                        pipe.cmd("SPUBLISH")
-                            .arg(&outgoing.channel)
-                            .arg(&outgoing.message);
-                    }
-                    let answers = connection.req_packed_commands(&pipe, 0, part.len()).await;
-                    (addr, part, answers)
-                });
-            }
-            for (addr, part, answers) in join_all(sends).await {
-                match answers {
-                    Ok(answers) if answers.len() == part.len() => {
-                        for (outgoing, answer) in part.into_iter().zip(answers) {
-                            let redis::Value::ServerError(error) = answer else {
-                                continue;
-                            };
-                            let text =
-                                format!("{} {}", error.code(), error.details().unwrap_or(""));
-                            match resp::moved(&text) {
-                                Some((slot, to)) => {
-                                    redirects.insert(slot, to);
-                                    pending.push(outgoing);
-                                }
-                                // Refused (CLUSTERDOWN, NOPERM...): it did
-                                // not run, and will not.
-                                None => lost += 1,
-                            }
-                        }
-                    }
-                    _ => {
-                        // May have run: not sent again.
-                        lost += part.len();
-                        connections.remove(&addr);
-                        mark(&view, &addr, false);
-                        shared.refresh.notify_one();
-                    }
-                }
-            }
-            if !pending.is_empty() {
-                shared.refresh.notify_one();
-            }
-        }
-        lost += pending.len();
+        let pending = std::mem::take(&mut batch)
+            .into_iter()
+            .map(|outgoing| Pending {
+                outgoing,
+                ask: None,
+            })
+            .collect();
+        let lost = send(
+            &shared,
+            &seed,
+            &config,
+            &mut connections,
+            &mut redirects,
+            pending,
+        )
+        .await;
         if lost > 0 {
             stats::add(&stats.broker_publishes_lost, lost as u64);
         }
     }
+}
+
+/// A publish of the batch, and where an `-ASK` sent it.
+struct Pending {
+    outgoing: Outgoing,
+    /// Sent next to this master, after `ASKING` (once).
+    ask: Option<String>,
+}
+
+/// Send a batch, each master its part, in rounds until every publish ran
+/// or was given up; the number given up.
+async fn send(
+    shared: &ClusterShared,
+    seed: &redis::ConnectionInfo,
+    config: &BrokerConfig,
+    connections: &mut HashMap<String, Connection>,
+    redirects: &mut HashMap<u16, String>,
+    mut pending: Vec<Pending>,
+) -> usize {
+    let mut lost = 0usize;
+    let mut try_again = false;
+    for _ in 0..=MAX_REDIRECTS {
+        if pending.is_empty() {
+            break;
+        }
+        if std::mem::take(&mut try_again) {
+            // Mid-migration: give it a moment to move the keys.
+            tokio::time::sleep(TRY_AGAIN_DELAY).await;
+        }
+        let view = shared.view.read().clone();
+        // Each master's part, in the batch's order.
+        let mut parts: Vec<(String, Vec<Pending>)> = Vec::new();
+        for item in pending.drain(..) {
+            let slot = slot::slot(&item.outgoing.channel);
+            let owner = item
+                .ask
+                .as_deref()
+                .or_else(|| redirects.get(&slot).map(String::as_str))
+                .or_else(|| view.map.owner_addr(slot));
+            let Some(owner) = owner else {
+                lost += 1;
+                continue;
+            };
+            match parts.iter_mut().find(|(addr, _)| addr == owner) {
+                Some((_, part)) => part.push(item),
+                None => parts.push((owner.to_string(), vec![item])),
+            }
+        }
+        let mut sends = Vec::new();
+        for (addr, part) in parts {
+            if !connect(connections, seed, config, &view, &addr).await {
+                mark(&view, &addr, false);
+                lost += part.len();
+                continue;
+            }
+            let mut connection = connections[&addr].connection.clone();
+            sends.push(async move {
+                let mut pipe = redis::pipe();
+                for item in &part {
+                    if item.ask.is_some() {
+                        pipe.cmd("ASKING");
+                    }
+                    let outgoing = &item.outgoing;
+                    match &outgoing.history {
+                        None => {
+                            pipe.cmd("SPUBLISH")
+                                .arg(&outgoing.channel)
+                                .arg(&outgoing.message);
+                        }
+                        Some(append) => {
+                            history::append(&mut pipe, outgoing, append, config, Publish::Sharded)
+                        }
+                    }
+                }
+                let count = part.len() + part.iter().filter(|p| p.ask.is_some()).count();
+                let answers = connection.req_packed_commands(&pipe, 0, count).await;
+                let answers = answers.ok().filter(|a| a.len() == count);
+                (addr, part, answers)
+            });
+        }
+        let mut reload = Vec::new();
+        for (addr, part, answers) in join_all(sends).await {
+            let Some(answers) = answers else {
+                // May have run: not sent again.
+                lost += part.len();
+                connections.remove(&addr);
+                mark(&view, &addr, false);
+                shared.refresh.notify_one();
+                continue;
+            };
+            let mut answers = answers.into_iter();
+            for mut item in part {
+                if item.ask.is_some() {
+                    // The `+OK` of `ASKING`.
+                    answers.next();
+                }
+                let Some(redis::Value::ServerError(error)) = answers.next() else {
+                    continue;
+                };
+                // A slot moves at one moment, and a script is loaded at
+                // one: a master's answers for one slot are some that ran,
+                // then some that did not (these), which go again in order.
+                match Redirect::of(&error) {
+                    Redirect::Moved { slot, addr: to } => {
+                        redirects.insert(slot, to);
+                        item.ask = None;
+                    }
+                    Redirect::Ask { addr: to } => item.ask = Some(to),
+                    Redirect::TryAgain => try_again = true,
+                    Redirect::NoScript => {
+                        if !reload.contains(&addr) {
+                            reload.push(addr.clone());
+                        }
+                    }
+                    // Refused (CLUSTERDOWN, NOPERM...): it did not run,
+                    // and will not.
+                    Redirect::Refused => {
+                        lost += 1;
+                        continue;
+                    }
+                }
+                pending.push(item);
+            }
+        }
+        for addr in reload {
+            // A master without the script (a replica promoted, a flushed
+            // cache): load it; failing that, a new connection loads it.
+            let loaded = match connections.get_mut(&addr) {
+                Some(c) => history::load_publish_script(&mut c.connection, config).await,
+                None => false,
+            };
+            if !loaded {
+                connections.remove(&addr);
+            }
+        }
+        if !pending.is_empty() {
+            shared.refresh.notify_one();
+        }
+    }
+    lost + pending.len()
 }
 
 /// Make sure there is a current command connection to `addr`; whether
@@ -230,18 +324,14 @@ async fn connect(
         }
         connections.remove(addr);
     }
-    let Some(info) = node_info(seed, addr) else {
-        return false;
+    let made = async {
+        let mut connection = command_connection(seed, addr, config).await?;
+        history::load_publish_script(&mut connection, config)
+            .await
+            .then_some(connection)
     };
-    let Ok(client) = redis::Client::open(info) else {
-        return false;
-    };
-    let settings = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(config.connect_timeout))
-        .set_response_timeout(Some(config.connect_timeout));
-    let connect = client.get_multiplexed_async_connection_with_config(&settings);
-    match tokio::time::timeout(config.connect_timeout, connect).await {
-        Ok(Ok(connection)) => {
+    match made.await {
+        Some(connection) => {
             connections.insert(
                 addr.to_string(),
                 Connection {
@@ -252,7 +342,7 @@ async fn connect(
             mark(view, addr, true);
             true
         }
-        _ => false,
+        None => false,
     }
 }
 

@@ -25,7 +25,10 @@
 //! - a periodic refresh of the map catches what nobody reported.
 //!
 //! Messages published while a channel moves, before it is subscribed at
-//! its new master, do not reach this node: Redis pub/sub keeps nothing.
+//! its new master, do not reach this node through pub/sub, which keeps
+//! nothing; on a channel with history they are read from it
+//! (`crate::inbound`): when the channel is subscribed again, and whenever
+//! a message's offset skips ahead.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -42,10 +45,12 @@ use tokio::time::Instant;
 
 use super::map::SlotMap;
 use super::resp::{self, Event};
-use super::{confirm, node_info, ClusterShared, NodeState, View};
+use super::{confirm, node_info, ClusterReader, ClusterShared, NodeState, View};
 use crate::backoff::Backoff;
+use crate::history::Source;
+use crate::inbound::Inbound;
 use crate::subscriber::{Wanted, CHUNK};
-use crate::{slot, wire, BrokerConfig, Command};
+use crate::{slot, BrokerConfig, Command};
 
 /// How often the map is read when all seems well: a change nobody
 /// reported (a new master with no slot of ours yet) is seen within this.
@@ -70,6 +75,8 @@ pub(crate) struct Setup {
     pub(crate) config: Arc<BrokerConfig>,
     pub(crate) node: u64,
     pub(crate) server: Weak<Server>,
+    /// Reads histories, to fill gaps and catch channels up.
+    pub(crate) reader: Arc<ClusterReader>,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) publisher: tokio::task::JoinHandle<()>,
 }
@@ -120,8 +127,8 @@ struct Task {
     seed: redis::ConnectionInfo,
     seeds: Vec<String>,
     config: Arc<BrokerConfig>,
-    node: u64,
-    server: Weak<Server>,
+    /// Messages on their way to the fan-out, history channels in order.
+    inbound: Inbound,
     map: SlotMap,
     generation: u64,
     conns: HashMap<Arc<str>, Conn>,
@@ -149,17 +156,18 @@ pub(crate) async fn run(setup: Setup) {
         config,
         node,
         server,
+        reader,
         mut commands,
         publisher,
     } = setup;
+    let inbound = Inbound::new(config.clone(), node, server, Source::Cluster(reader));
     let now = Instant::now();
     let mut task = Task {
         shared,
         seed,
         seeds,
         config,
-        node,
-        server,
+        inbound,
         map: SlotMap::default(),
         generation: 0,
         conns: HashMap::new(),
@@ -346,32 +354,34 @@ impl Task {
                 {
                     return;
                 }
-                self.reply(&addr, event);
+                self.reply(&addr, event).await;
             }
         }
     }
 
-    fn reply(&mut self, addr: &Arc<str>, event: Event) {
+    async fn reply(&mut self, addr: &Arc<str>, event: Event) {
         match event {
             Event::Message { channel, payload } => {
-                let Some(server) = self.server.upgrade() else {
+                let Ok(server) = self.inbound.server() else {
                     return;
                 };
+                self.inbound.deliver(&server, &channel, &payload).await;
+            }
+            Event::Subscribed(channel) => {
                 let Some(name) = self.config.channel_of(&channel) else {
                     return;
                 };
-                let Some(decoded) = wire::decode(&payload) else {
+                let Some((at, phase)) = self.placed.get_mut(name) else {
                     return;
                 };
-                let exclude = decoded.exclude.filter(|_| decoded.origin == self.node);
-                server.deliver(name, decoded.payload, decoded.binary, exclude, None);
-            }
-            Event::Subscribed(channel) => {
-                if let Some(name) = self.config.channel_of(&channel) {
-                    if let Some((at, phase)) = self.placed.get_mut(name) {
-                        if at == addr && *phase == Phase::Joining {
-                            *phase = Phase::Joined;
-                        }
+                if at == addr && *phase == Phase::Joining {
+                    *phase = Phase::Joined;
+                    // Subscribed again (a moved slot, a failover, a new
+                    // connection): what the channel's history received
+                    // meanwhile, before what comes live on this
+                    // connection. A channel new here has nothing to catch.
+                    if let Ok(server) = self.inbound.server() {
+                        self.inbound.catch_up_channel(&server, name).await;
                     }
                 }
             }
@@ -566,6 +576,12 @@ impl Task {
             }
             false
         });
+        // Offsets are remembered while a channel is subscribed here, and
+        // across its moves; a channel that left starts afresh.
+        let wanted = &self.wanted;
+        self.inbound
+            .positions
+            .retain(|c| wanted.channels.contains(c) || wanted.leaving.contains_key(c));
         for name in &self.wanted.channels {
             let channel = config.redis_channel(name);
             let slot = slot::slot(&channel);
