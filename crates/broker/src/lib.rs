@@ -15,7 +15,8 @@
 //! a channel), `shard` (one standalone Redis: `publisher`, the `PUBLISH`
 //! connection, and `subscriber`, the subscription set and its connection),
 //! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
-//! slots), `history` (the scripts, reads, and gap tracking), `backoff`;
+//! slots), `history` (the scripts, reads, and gap tracking), `sessions`
+//! (HTTP sessions as keys, on the query connection), `backoff`;
 //! `nats` carries the channels through NATS instead (no history).
 
 mod backoff;
@@ -25,6 +26,7 @@ mod history;
 mod nats;
 pub mod presence;
 mod publisher;
+mod sessions;
 mod shard;
 pub mod slot;
 mod subscriber;
@@ -45,6 +47,7 @@ use history::{Epochs, Reader};
 use presence::PresenceCommand;
 use switchboard_pubsub::{MemberChange, MemberFilter};
 use switchboard_runtime::presence::Presence;
+use switchboard_runtime::session_store::SessionCommand;
 use tokio::sync::mpsc;
 pub use topology::Topology;
 
@@ -425,6 +428,14 @@ impl Bridge for Broker {
             ),
             _ => reply(Err(QueryError::NoPresence)),
         }
+    }
+
+    fn sessions_refusal(&self) -> Option<&'static str> {
+        self.sessions_refusal_of()
+    }
+
+    fn session(&self, command: SessionCommand, reply: Reply<Option<Vec<u8>>>) {
+        self.session_of(command, reply)
     }
 
     fn history(

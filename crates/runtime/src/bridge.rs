@@ -20,6 +20,7 @@ use switchboard_pubsub::{ChannelChange, MemberChange, MemberFilter};
 
 use crate::history::{HistoryPage, Position, Recovery, Reply};
 use crate::presence::Presence;
+use crate::session_store::SessionCommand;
 
 /// Why a broker refused a publish: reported to the caller, never silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,5 +112,16 @@ pub trait Bridge: Send + Sync {
     fn presence(&self, channel: &str, reply: Reply<Presence>) {
         let _ = channel;
         reply(Err(crate::history::QueryError::NoPresence));
+    }
+
+    /// Why this broker cannot keep HTTP sessions, if it cannot.
+    fn sessions_refusal(&self) -> Option<&'static str> {
+        Some("this broker keeps no sessions")
+    }
+
+    /// Run a session store operation (`crate::session_store`).
+    fn session(&self, command: SessionCommand, reply: Reply<Option<Vec<u8>>>) {
+        let _ = command;
+        reply(Err(crate::history::QueryError::Unavailable));
     }
 }

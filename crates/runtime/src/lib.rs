@@ -40,6 +40,7 @@ mod reactor;
 mod rpc_reader;
 pub mod server;
 mod session;
+pub mod session_store;
 mod sockjs;
 pub mod state;
 pub mod stats;
