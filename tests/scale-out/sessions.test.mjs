@@ -28,6 +28,15 @@ async function startLocal(t, redis, prefix, options = {}) {
   return { server, store, reports, base: `http://127.0.0.1:${server.port}` };
 }
 
+/** A server in this process sharding over several standalone Redis servers. */
+async function startSharded(t, servers, prefix) {
+  const server = new Server({ workers: 0, broker: { redis: servers.map((r) => r.url), prefix, connectTimeout: 0.5 } });
+  sessionRoutes(server.app);
+  await server.listen(0);
+  t.after(() => server.close({ drainTimeout: 200 }));
+  return `http://127.0.0.1:${server.port}`;
+}
+
 /** A server as a child process with two workers. */
 async function startChild(t, redis, prefix) {
   const child = fork(nodeFixture, [], {
@@ -99,6 +108,28 @@ test('a session made by one server is read by another process, and shared by its
   }
   assert.equal(workers.size, 2, 'both workers served the session');
   assert.equal((await client.json(local.base, '/whoami')).visits, visits, 'and the first server reads what they wrote');
+});
+
+test('sharded over two Redis servers: each session lives on the one its id routes to, and every server finds it there', async (t) => {
+  const servers = [await startRedis(t), await startRedis(t)];
+  const prefix = freshPrefix();
+  const [one, two] = [await startSharded(t, servers, prefix), await startSharded(t, servers, prefix)];
+  const holders = [0, 0];
+  // Random ids: 16 sessions all on one server is one chance in 2^15.
+  for (let i = 0; i < 16; i++) {
+    const client = new Client();
+    const made = await client.json(one, '/visit', 'POST');
+    const key = `${prefix}session:${made.id}`;
+    const where = await until(async () => {
+      const found = await Promise.all(servers.map((r) => r.cli('EXISTS', key)));
+      return found.includes('1') && found;
+    }, 'the session');
+    assert.deepEqual([...where].sort(), ['0', '1'], 'on exactly one server');
+    holders[where.indexOf('1')]++;
+    const seen = await client.json(two, '/whoami');
+    assert.deepEqual({ id: seen.id, visits: seen.visits }, { id: made.id, visits: 1 }, 'the other server reads it');
+  }
+  assert.ok(holders[0] > 0 && holders[1] > 0, `spread over both: ${holders}`);
 });
 
 test('expiry by TTL, rolling touch, destroy', async (t) => {
