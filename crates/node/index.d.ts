@@ -45,6 +45,21 @@ export declare class ServerHandle {
    */
   setPresenceInfo(subscriber: number, info: string): boolean
   /**
+   * Resolves with the session's JSON text (`GET key`), null when unknown
+   * or expired. Rejects with `ERR_BROKER_UNAVAILABLE` when Redis does not
+   * answer within `connectTimeout`.
+   */
+  sessionGet(id: string, key: string): Promise<string | null>
+  /** Stores the session's JSON text for `ttlMs` (`SET key value PX ttl`). */
+  sessionSet(id: string, key: string, value: string, ttlMs: number): Promise<null>
+  /**
+   * Extends a live session to `ttlMs` from now (`PEXPIRE`); nothing for
+   * an unknown one.
+   */
+  sessionTouch(id: string, key: string, ttlMs: number): Promise<null>
+  /** Forgets the session (`DEL key`). */
+  sessionDestroy(id: string, key: string): Promise<null>
+  /**
    * Create a server (I/O threads start; nothing listens yet).
    *
    * The server belongs to the thread that created it: if that thread's

@@ -17,7 +17,8 @@
 //! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
 //! slots), `history` (the scripts, reads, and gap tracking), `inbound`
 //! (messages from Redis to the fan-out, in offset order; both
-//! subscribers'), `backoff`; `nodes` (this node's number, its heartbeat,
+//! subscribers'), `sessions` (HTTP sessions as keys, on the query
+//! connection), `backoff`; `nodes` (this node's number, its heartbeat,
 //! operations on other nodes' connections) and `node_wire` (their message
 //! format); `nats` carries the channels through NATS instead (no history).
 
@@ -32,6 +33,7 @@ mod nodes;
 pub mod presence;
 mod probe;
 mod publisher;
+mod sessions;
 mod shard;
 pub mod slot;
 mod subscriber;
@@ -54,6 +56,7 @@ use history::{Epochs, Reader, Source};
 use presence::PresenceCommand;
 use switchboard_pubsub::{MemberChange, MemberFilter};
 use switchboard_runtime::presence::Presence;
+use switchboard_runtime::session_store::SessionCommand;
 use tokio::sync::mpsc;
 pub use topology::Topology;
 
@@ -450,6 +453,14 @@ impl Bridge for Broker {
             ),
             _ => reply(Err(QueryError::NoPresence)),
         }
+    }
+
+    fn sessions_refusal(&self) -> Option<&'static str> {
+        self.sessions_refusal_of()
+    }
+
+    fn session(&self, command: SessionCommand, reply: Reply<Option<Vec<u8>>>) {
+        self.session_of(command, reply)
     }
 
     fn history(

@@ -12,6 +12,7 @@ mod options;
 mod presence;
 mod raw;
 mod routes;
+mod sessions;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};

@@ -23,6 +23,7 @@ use switchboard_pubsub::{ChannelChange, MemberChange, MemberFilter};
 
 use crate::history::{HistoryPage, Position, Recovery, Reply};
 use crate::presence::Presence;
+use crate::session_store::SessionCommand;
 
 /// Why a broker refused a publish: reported to the caller, never silent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +133,17 @@ pub trait Bridge: Send + Sync {
     /// The nodes this broker knows of.
     fn nodes(&self) -> NodesView {
         NodesView::default()
+    }
+
+    /// Why this broker cannot keep HTTP sessions, if it cannot.
+    fn sessions_refusal(&self) -> Option<&'static str> {
+        Some("this broker keeps no sessions")
+    }
+
+    /// Run a session store operation (`crate::session_store`).
+    fn session(&self, command: SessionCommand, reply: Reply<Option<Vec<u8>>>) {
+        let _ = command;
+        reply(Err(crate::history::QueryError::Unavailable));
     }
 }
 

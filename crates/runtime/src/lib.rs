@@ -43,6 +43,7 @@ pub mod remote;
 mod rpc_reader;
 pub mod server;
 mod session;
+pub mod session_store;
 mod sockjs;
 pub mod state;
 pub mod stats;

@@ -17,6 +17,7 @@ import { CookieKeyring, type CookieSecrets } from './http/cookies.js';
 import { nativeStaticDir, type StaticOptions } from './http/static.js';
 import { trustTest, type TrustProxy, type TrustTest } from './http/proxy.js';
 import { clientBundleRoutes, type ClientBundleOptions } from './http/client-bundle.js';
+import { RedisSessionStore, type BrokerSummary, type RedisSessionStoreOptions } from './http/redis-store.js';
 
 /** The HTTP request of an upgrade, as the `upgrade` hook sees it. */
 export interface UpgradeRequest {
@@ -295,6 +296,19 @@ export class App extends Operations {
   injectReport = (error: unknown): void => console.error('switchboard: an HTTP handler failed (inject):', error);
   /** @internal The smallest whole response body compressed (`http.compression.threshold`; `Infinity` when off), for the responses of this app's connections and of `inject()`. */
   compressThreshold: number = DEFAULTS.compressThreshold;
+  /** @internal The server's broker, as the Redis session store needs it (none without a broker). */
+  broker: BrokerSummary | undefined;
+
+  /**
+   * A session store in the broker's Redis, for `session({ store })`: every
+   * worker and every server with the same broker shares its sessions
+   * (docs/http.md, "Sessions"). Needs `broker.redis` (standalone servers):
+   * without a broker, or with `cluster` or `nats`, it throws
+   * `ERR_INVALID_OPTION`. Its operations work once the server listens.
+   */
+  sessionStore(options?: RedisSessionStoreOptions): RedisSessionStore {
+    return new RedisSessionStore(() => this.native, this.broker, options);
+  }
 
   /** @internal The WebSocket routes' paths, for `inject()`'s 426. */
   get webSocketPaths(): string[] {

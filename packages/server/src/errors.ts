@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   ERR_HISTORY_UNAVAILABLE: { kind: 'throw', value: 0, description: 'Rejected by `history` (and answered to a protocol client\'s recovery as "no history"): the server has no `broker`, or the channel matches none of its `broker.history` rules.' },
   ERR_PRESENCE_UNAVAILABLE: { kind: 'throw', value: 0, description: 'Rejected by `presence`: the server has no `broker`, or the channel matches none of its `broker.presence` patterns.' },
   ERR_BROKER_BACKLOG: { kind: 'throw', value: 0, description: 'Thrown by `publish` (and by the operations on another server\'s connections) on a server with a `broker`: `broker.maxPendingPublishes` messages are still waiting to be written to Redis. Nothing was delivered.' },
+  ERR_SESSION_TOO_LARGE: { kind: 'throw', value: 0, description: 'Rejected by the Redis session store\'s `set` (`app.sessionStore()`): the session\'s JSON text is over its `maxSessionBytes` (default 1 MiB). The session middleware reports it as `ERR_SESSION_STORE` with this as its cause.' },
   ERR_SESSION_STORE: { kind: 'throw', value: 0, description: 'The session store failed: loading a session answers 500 (the error goes to the error handlers); saving, touching or destroying one after the response is reported by `handlerError`.' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 

@@ -59,6 +59,7 @@ export {
   type SessionCookieOptions,
   type MemoryStoreOptions,
 } from './http/session.js';
+export { RedisSessionStore, MAX_SESSION_ID_LENGTH, type RedisSessionStoreOptions } from './http/redis-store.js';
 export { cors, type CorsOptions, type CorsOrigin } from './http/cors.js';
 export type { TlsInfo } from './tls.js';
 export {

@@ -283,6 +283,11 @@ export interface NativeServerHandle {
   presence(channel: string): Promise<{ id: number; info: string }[]>;
   /** What a subscriber shows in presence (JSON text); false without a broker. */
   setPresenceInfo(subscriber: number, info: string): boolean;
+  /** A session's JSON text (`crates/node/src/sessions.rs`) in the broker's Redis, null when unknown or expired. */
+  sessionGet(id: string, key: string): Promise<string | null>;
+  sessionSet(id: string, key: string, value: string, ttlMs: number): Promise<null>;
+  sessionTouch(id: string, key: string, ttlMs: number): Promise<null>;
+  sessionDestroy(id: string, key: string): Promise<null>;
   /** Queue for a subscriber what it missed of a channel after a position, once the subscription is in effect in the broker. */
   recover(subscriber: number, channel: string, sinceEpoch: string | null, sinceOffset: number): Promise<NativeRecovery>;
 }

@@ -7,6 +7,7 @@ import { WEBSOCKET_SUBPROTOCOL, findCodec } from 'switchboard-rpc';
 import type { NativeBrokerOptions, NativeHistoryRule, NativeHttpCompressionOptions, NativeHttpOptions, NativeRouteOptions, NativeServerOptions, NativeSockJsOptions, NativeStaticRoute, NativeRpcOptions } from './native.js';
 import { SwitchboardError } from './errors.js';
 import type { MetricsOptions } from './http/metrics.js';
+import type { BrokerSummary } from './http/redis-store.js';
 
 /** permessage-deflate (RFC 7692). Off unless given. */
 export interface CompressionOptions {
@@ -577,6 +578,13 @@ function natsUrls(value: string | string[] | undefined): string[] {
     throw new SwitchboardError('ERR_INVALID_OPTION', `broker.nats names a server twice: ${JSON.stringify(urls)}`);
   }
   return [...urls];
+}
+
+/** What the Redis session store needs of the broker (options checked by `nativeServer` already). */
+export function brokerSummary(options: BrokerOptions | undefined): BrokerSummary | undefined {
+  if (options === undefined) return undefined;
+  const engine = options.nats !== undefined ? 'nats' : options.cluster !== undefined ? 'cluster' : 'redis';
+  return { engine, prefix: options.prefix ?? (engine === 'nats' ? 'switchboard.' : 'switchboard:') };
 }
 
 function nativeBroker(options: BrokerOptions): NativeBrokerOptions {

@@ -11,7 +11,8 @@ import { SwitchboardError, liftNativeError } from './errors.js';
 import { Dispatcher } from './internal/dispatcher.js';
 import { native, type NativeServerHandle, type NativeTlsOptions } from './native.js';
 import { Operations } from './operations.js';
-import { DEFAULTS, type ServerOptions, compressThreshold, nativeServer, rpcWorkerOptions } from './options.js';
+import type { RedisSessionStore, RedisSessionStoreOptions } from './http/redis-store.js';
+import { DEFAULTS, type ServerOptions, brokerSummary, compressThreshold, nativeServer, rpcWorkerOptions } from './options.js';
 import type { ClientBundleOptions } from './http/client-bundle.js';
 import { WorkerPool, type RouteTable } from './workers/pool.js';
 import { DEFAULT_INJECT_LIMITS, type InjectOptions, type InjectResponse } from './http/inject.js';
@@ -144,6 +145,7 @@ export class Server extends Operations {
     nativeServer(this.options, workers);
     this.local.rpc.limits = rpcWorkerOptions(this.options.rpc);
     this.local.compressThreshold = compressThreshold(this.options.http);
+    this.local.broker = brokerSummary(this.options.broker);
     this.local.injectLimits = {
       maxBodyBytes: this.options.http?.maxBodyBytes ?? DEFAULT_INJECT_LIMITS.maxBodyBytes,
       maxUrlBytes: this.options.http?.maxUrlBytes ?? DEFAULT_INJECT_LIMITS.maxUrlBytes,
@@ -186,6 +188,16 @@ export class Server extends Operations {
   get app(): App {
     this.inlineOnly('HTTP routes');
     return this.local;
+  }
+
+  /**
+   * A session store in the broker's Redis (`App.sessionStore`), on the
+   * main thread: for `session({ store })` on `server.app` (with
+   * `workers: 0`), or to read and end sessions from main-thread code.
+   * Sessions are shared with every worker and server of the broker.
+   */
+  sessionStore(options?: RedisSessionStoreOptions): RedisSessionStore {
+    return this.local.sessionStore(options);
   }
 
   /**
@@ -327,6 +339,7 @@ export class Server extends Operations {
       },
       this.local.rpc.limits,
       this.local.compressThreshold,
+      this.local.broker,
     );
     const table = await this.pool.start();
     // Static routes may also be registered on the main thread.

@@ -1,7 +1,7 @@
 /**
  * Sessions, in the spirit of @fastify/session: a random id in a signed
- * cookie, the data in a store behind an interface (`MemoryStore` here; a
- * Redis store fits the same four methods), loaded before the route's
+ * cookie, the data in a store behind an interface (`MemoryStore` here; the
+ * Redis store of `app.sessionStore()` in `redis-store.ts`), loaded before the route's
  * handlers and written when the response's head goes out.
  *
  * The one subtle point is when to write. The cookie must be in the head,
@@ -57,7 +57,7 @@ interface Entry {
 /**
  * Sessions in the worker's memory: for development, tests and single-process
  * apps. Each worker thread has its own (a session is not shared between
- * workers, so `workers > 0` needs a shared store). Entries expire by TTL,
+ * workers, so `workers > 0` needs a shared store: `app.sessionStore()`). Entries expire by TTL,
  * checked when read and swept periodically by an unref'd timer (it keeps no
  * process alive); at most `maxSessions` are held.
  */

@@ -8,21 +8,24 @@ import { native } from '../native.js';
 import { Dispatcher } from '../internal/dispatcher.js';
 import { type FromWorker, type ToWorker, serializeError } from '../internal/worker-messages.js';
 import type { RpcWorkerOptions } from '../options.js';
+import type { BrokerSummary } from '../http/redis-store.js';
 
 interface WorkerData {
   app: string;
   index: number;
   rpc: RpcWorkerOptions;
   compressThreshold: number;
+  broker: BrokerSummary | undefined;
 }
 
 const port = parentPort!;
-const { app: specifier, index, rpc, compressThreshold } = workerData as WorkerData;
+const { app: specifier, index, rpc, compressThreshold, broker } = workerData as WorkerData;
 const post = (message: FromWorker) => port.postMessage(message);
 
 const app = new App(index);
 app.rpc.limits = rpc;
 app.compressThreshold = compressThreshold;
+app.broker = broker;
 try {
   await loadApp(app, specifier);
   const httpRoutes = app.compileHttp();

@@ -9,6 +9,7 @@ import type { NativeHttpRoute, NativeRouteOptions, NativeServerHandle, NativeSta
 import { SwitchboardError } from '../errors.js';
 import { type FromWorker, type ToWorker, deserializeError } from '../internal/worker-messages.js';
 import type { RpcWorkerOptions } from '../options.js';
+import type { BrokerSummary } from '../http/redis-store.js';
 
 const ENTRY = new URL('./entry.js', import.meta.url);
 
@@ -50,6 +51,8 @@ export class WorkerPool {
     private readonly rpc: RpcWorkerOptions,
     /** The smallest whole response body the workers compress (`http.compression`). */
     private readonly compressThreshold: number,
+    /** The broker as the workers' `app.sessionStore()` needs it. */
+    private readonly broker: BrokerSummary | undefined,
   ) {}
 
   /** Start every worker; resolves with the route table they agree on. */
@@ -73,7 +76,7 @@ export class WorkerPool {
   }
 
   private spawn(index: number): Promise<RouteTable> {
-    const worker = new Worker(ENTRY, { workerData: { app: this.appSpecifier, index, rpc: this.rpc, compressThreshold: this.compressThreshold } });
+    const worker = new Worker(ENTRY, { workerData: { app: this.appSpecifier, index, rpc: this.rpc, compressThreshold: this.compressThreshold, broker: this.broker } });
     const slot: Slot = {
       worker,
       lastPong: Date.now(),
