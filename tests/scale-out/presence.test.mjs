@@ -81,3 +81,26 @@ test('a node that closes gracefully removes its members at once; info set after 
   assert.equal((await b.request('close')).result, true);
   assert.deepEqual(await members(a, 'lobby'), [], 'gone without waiting for the TTL');
 });
+
+test("a killed node's members leave once its node key expires (nodeTtl), long before their own presenceTtl", async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const env = { prefix, presence: ['hall'], presenceTtl: 60, nodeTtl: 1 };
+  const [a, b] = await Promise.all([0, 1].map(() => startNode(t, redis, env)));
+  const watcher = await wsClient(t, a);
+  await watcher.command('sub:$presence:hall');
+  const frank = await wsClient(t, b);
+  await frank.command('info:{"user":"frank"}');
+  await frank.command('sub:hall');
+  await until(() => watcher.received.length === 1, 'the join');
+  // A must know B to notice that it is gone (else the TTL applies).
+  await until(async () => (await a.request('stats')).result.brokerNodes.length === 2, 'A to hear B');
+
+  const killedAt = Date.now();
+  b.child.kill('SIGKILL');
+  await until(() => watcher.received.length === 2, 'the leave', 10_000);
+  assert.deepEqual(JSON.parse(watcher.received[1]).info, { user: 'frank' });
+  assert.equal(JSON.parse(watcher.received[1]).event, 'leave');
+  assert.ok(Date.now() - killedAt < 30_000, 'well before the 60 s presenceTtl');
+  assert.deepEqual(await members(a, 'hall'), []);
+});

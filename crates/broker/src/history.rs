@@ -289,7 +289,7 @@ impl Reader {
                 // Pipelines call scripts by hash: a new connection may be
                 // to a Redis that never saw them.
                 if !self.config.presence.is_empty() {
-                    for script in crate::presence::SCRIPTS {
+                    for script in crate::presence::scripts() {
                         let mut load = redis::cmd("SCRIPT");
                         load.arg("LOAD").arg(script);
                         load.query_async::<String>(&mut connection).await.ok()?;

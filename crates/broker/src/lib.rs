@@ -240,12 +240,23 @@ impl Broker {
                     "presence needs standalone Redis servers; a Redis Cluster or NATS does not keep it yet",
                 ));
             }
-            (Engine::Sharded { shards, route, .. }, false) => {
+            (
+                Engine::Sharded {
+                    shards,
+                    route,
+                    home,
+                },
+                false,
+            ) => {
                 let readers: Vec<Arc<Reader>> = shards.iter().map(|s| s.reader.clone()).collect();
+                let nodes = (
+                    shards[*home].shared.nodes.clone(),
+                    shards[*home].reader.clone(),
+                );
                 let route = route.clone();
                 let route: presence::Route = Arc::new(move |c| readers[route.pick(c)].clone());
                 let (commands, receiver) = mpsc::unbounded_channel();
-                let task = presence::Task::new(config.clone(), route.clone(), node);
+                let task = presence::Task::new(config.clone(), route.clone(), node, Some(nodes));
                 let running = handle.spawn(task.run(receiver));
                 Some((Presences { commands, route }, running))
             }

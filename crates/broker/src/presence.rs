@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::history::Reader;
+use crate::nodes::Nodes;
 use crate::{wire, BrokerConfig};
 
 /// The channel that carries a presence channel's joins and leaves.
@@ -80,11 +81,45 @@ return redis.call('HGETALL', KEYS[1])
 "#;
 
 /// Loaded on every new connection (`Reader::connection`).
-pub(crate) const SCRIPTS: [&str; 3] = [JOIN, LEAVE, SWEEP];
+pub(crate) fn scripts() -> [&'static str; 4] {
+    [JOIN, LEAVE, SWEEP, EVICT_CODE.as_str()]
+}
+
+/// Remove the members of nodes known gone (their heartbeats stopped, or
+/// they said goodbye), publishing their leaves, before their entries
+/// expire. KEYS as `JOIN`; ARGV: the events' Redis channel, the head, then
+/// the gone nodes' numbers. A member's node is in its id's high bits
+/// (`switchboard_runtime::ids`: the id divided by 2^LOCAL_BITS, exact in
+/// Lua's doubles since ids stay below 2^53).
+const EVICT: &str = r#"
+local gone = {}
+for i = 3, #ARGV do gone[tonumber(ARGV[i])] = true end
+local evicted = 0
+for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local node = math.floor(tonumber(id) / NODE_UNIT) % NODE_COUNT
+  if gone[node] then
+    local info = redis.call('HGET', KEYS[1], id)
+    redis.call('HDEL', KEYS[1], id)
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"leave","id":' .. id .. ',"info":' .. info .. '}')
+    evicted = evicted + 1
+  end
+end
+return evicted
+"#;
+
+/// `EVICT` with the id layout's constants written in.
+static EVICT_CODE: LazyLock<String> = LazyLock::new(|| {
+    use switchboard_runtime::ids::{LOCAL_BITS, NODE_BITS};
+    EVICT
+        .replace("NODE_UNIT", &(1u64 << LOCAL_BITS).to_string())
+        .replace("NODE_COUNT", &(1u64 << NODE_BITS).to_string())
+});
 
 static JOIN_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(JOIN));
 static LEAVE_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(LEAVE));
 static SWEEP_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(SWEEP));
+static EVICT_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(&EVICT_CODE));
 
 /// The info of a member whose app gave none.
 const NO_INFO: &[u8] = b"null";
@@ -118,11 +153,25 @@ pub(crate) struct Task {
     /// Per member id: its info, how many presence channels it is in, and
     /// when the info was set.
     infos: HashMap<u64, (Vec<u8>, usize, Instant)>,
+    /// The nodes' view (`nodes.rs`) and the connection of the server that
+    /// holds the nodes' keys, when the topology has nodes: members of a
+    /// node that goes from the view (and whose key is gone) are evicted
+    /// without waiting for their expiry.
+    nodes: Option<(Arc<Nodes>, Arc<Reader>)>,
+    /// The live nodes at the last look.
+    live: HashSet<u16>,
 }
 
 impl Task {
-    pub(crate) fn new(config: Arc<BrokerConfig>, route: Route, node: u64) -> Self {
+    pub(crate) fn new(
+        config: Arc<BrokerConfig>,
+        route: Route,
+        node: u64,
+        nodes: Option<(Arc<Nodes>, Arc<Reader>)>,
+    ) -> Self {
         Self {
+            nodes,
+            live: HashSet::new(),
             config,
             route,
             head: wire::head(node, false, None, false),
@@ -136,6 +185,10 @@ impl Task {
         let every = self.config.presence_ttl / 3;
         let mut refresh = tokio::time::interval_at(Instant::now() + every, every);
         refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Look at the nodes as often as they heartbeat.
+        let look = (self.config.node_ttl / 3).max(Duration::from_millis(100));
+        let mut nodes = tokio::time::interval_at(Instant::now() + look, look);
+        nodes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 command = commands.recv() => match command {
@@ -151,6 +204,7 @@ impl Task {
                     Some(PresenceCommand::Shutdown) | None => return self.goodbye().await,
                 },
                 _ = refresh.tick() => self.refresh().await,
+                _ = nodes.tick(), if self.nodes.is_some() => self.evict_gone().await,
             }
         }
     }
@@ -229,6 +283,59 @@ impl Task {
         self.write(writes).await;
     }
 
+    /// Evict the members of nodes gone from the view since the last look,
+    /// in the channels this node has members in or watches.
+    async fn evict_gone(&mut self) {
+        let Some((nodes, home)) = &self.nodes else {
+            return;
+        };
+        let view = nodes.view(self.config.node_ttl);
+        let live: HashSet<u16> = view.live.iter().copied().collect();
+        let mut gone: Vec<u16> = self.live.difference(&live).copied().collect();
+        gone.retain(|&n| n != view.node);
+        self.live = live;
+        if gone.is_empty() {
+            return;
+        }
+        // Not hearing a node may be this node's own trouble (its pub/sub
+        // connection is down): a node is gone only once its key is gone
+        // too, which takes Redis a `node_ttl` without its heartbeat (or
+        // its goodbye). A key that cannot be checked evicts nobody.
+        let Some(mut connection) = home.connection().await else {
+            return;
+        };
+        let mut still = Vec::with_capacity(gone.len());
+        for &n in &gone {
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(crate::nodes::node_name(&self.config, n));
+            let checked = exists.query_async::<i64>(&mut connection);
+            match tokio::time::timeout(self.config.connect_timeout, checked).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(_)) => still.push(n),
+                _ => return home.lost().await,
+            }
+        }
+        gone.retain(|n| !still.contains(n));
+        // Looked at again next time, as still missing from the view.
+        for n in still {
+            self.live.insert(n);
+        }
+        if gone.is_empty() {
+            return;
+        }
+        let channels: HashSet<Arc<str>> = self
+            .local
+            .keys()
+            .chain(self.watched.keys())
+            .cloned()
+            .collect();
+        let writes = channels
+            .into_iter()
+            .map(|channel| Write::Evict(channel, gone.clone()))
+            .collect();
+        self.write(writes).await;
+    }
+
     /// Leave every channel at shutdown, so the others see the leaves now
     /// rather than after the TTL.
     async fn goodbye(mut self) {
@@ -301,6 +408,14 @@ impl Task {
                 call.key(hash).key(expiry).arg(events).arg(&self.head);
                 pipe.invoke_script(&call).ignore();
             }
+            Write::Evict(_, gone) => {
+                let mut call = EVICT_SCRIPT.prepare_invoke();
+                call.key(hash).key(expiry).arg(events).arg(&self.head);
+                for node in gone {
+                    call.arg(*node);
+                }
+                pipe.invoke_script(&call).ignore();
+            }
         }
     }
 }
@@ -310,12 +425,14 @@ enum Write {
     Join(Arc<str>, u64),
     Leave(Arc<str>, u64),
     Sweep(Arc<str>),
+    /// Remove the members of these (gone) nodes.
+    Evict(Arc<str>, Vec<u16>),
 }
 
 impl Write {
     fn channel(&self) -> &str {
         match self {
-            Write::Join(c, _) | Write::Leave(c, _) | Write::Sweep(c) => c,
+            Write::Join(c, _) | Write::Leave(c, _) | Write::Sweep(c) | Write::Evict(c, _) => c,
         }
     }
 }
