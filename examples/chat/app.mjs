@@ -2,12 +2,15 @@
 // the page on `/` and speaks a small JSON protocol on the WebSocket `/chat`.
 //
 // Client -> server:  {"type":"say","text":"..."}            (text: 1..2000 chars)
-// Server -> client:  {"type":"welcome","id","name","room","worker","members":[{"id","name"}],"at"}
+// Server -> client:  {"type":"welcome","id","name","room","worker","node","members":[{"id","name"}],"at"}
 //                    {"type":"join","id","name","at"}
 //                    {"type":"leave","id","name","at"}
 //                    {"type":"say","id","name","text","at"}  (to the whole room, sender included)
 //                    {"type":"error","message"}
-// Close codes:       4009 the name is taken in that room; 1008 too many bad messages.
+//                    with several nodes, also the room's presence events:
+//                    {"event":"join"|"leave","id","info":{"name"}}
+// Close codes:       4009 the name is taken in that room; 1008 too many bad
+//                    messages; 1013 the member list is unavailable (Redis down).
 //
 // Names are normalised (public/names.mjs: invisible characters removed, NFKC,
 // white space collapsed) before they are checked and compared, so "sam" and
@@ -33,8 +36,9 @@
 // channel reaches it as one-way messages named after the channel.
 //
 // REST: GET /api/rooms/<room> answers {"room","members":[{"id","name"}]}
-// from the same channel registry (404 for a malformed room name), so a
-// lobby page or a monitor sees who is in a room without joining it.
+// from the same member list as the welcome (404 for a malformed room name;
+// 503 when Redis does not answer), so a lobby page or a monitor sees who
+// is in a room without joining it.
 //
 // Membership across workers
 // -------------------------
@@ -60,10 +64,46 @@
 // listed it will also receive its `leave`. Connection ids are never reused:
 // the page keeps the ids it saw leave and ignores them if a `welcome` that
 // raced with the `leave` still lists them.
+//
+// Membership across nodes
+// -----------------------
+// With REDIS_URL (server.mjs), several processes serve the same rooms, and
+// the registry only knows this node's connections. The member list then
+// comes from Redis presence (docs/scale-out.md, "Presence"), which the
+// server keeps for `room:*` and `user:*`: a connection's presence info is
+// its name, set before it subscribes, so every node lists it with its
+// name, and so does every `$presence:room:<room>` event. `open` (and
+// `chat.join`) then:
+//
+//   1. subscribes the user channel and reads its presence: another member
+//      there, on any node, holds the name (4009 / ERR_NAME_TAKEN);
+//   2. subscribes `$presence:room:<room>` (the room's joins and leaves,
+//      published by Redis itself), then the room, and reads the room's
+//      presence for the welcome;
+//   3. sends the welcome and publishes `join`, as without Redis.
+//
+// A server answers a presence read in turn with its own joins and leaves,
+// once its subscriptions made before the read are in effect in Redis, so
+// the read lists the connection itself, and every event published after
+// it reaches this node: of two members, the one who reads second lists the
+// other, and the other gets its join event. Leaves come the same way, also
+// those of a node that died: its members are evicted once its node key
+// expires (`nodeTtl`), or expire after `presenceTtl`; either way their
+// leaves are published (and their names freed). The page maps the events
+// onto its `join` and `leave` and drops duplicates by id: the app's own
+// `join` and `leave` messages still go to the room (they carry the time).
+//
+// `open` is async then. The server holds a connection's later events
+// (messages, close) until its `open` settles, so a `say` sent before the
+// welcome is handled after it, in order, once the member has joined; the
+// room's traffic, which is native fan-out, may reach the page before the
+// welcome, and the page holds it until the welcome. `chat.say` waits for
+// a `chat.join` still running on its connection (calls are concurrent).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { defineApp, RpcError, UpgradeRejection } from 'switchboard';
+import { defineApp, nodeOf, RpcError, UpgradeRejection } from 'switchboard';
+import { brokerFromEnv } from '../env.mjs';
 import { MAX_NAME, normalizeName, normalizeRoom } from './public/names.mjs';
 
 /** The page and its files (served natively: validators, 304s, ranges). */
@@ -73,6 +113,13 @@ const SOCKJS_CLIENT = readFileSync(createRequire(import.meta.url).resolve('sockj
 
 const MAX_TEXT = 2000;
 const MAX_BAD_MESSAGES = 10;
+
+/**
+ * Several nodes share the rooms: server.mjs gave the server a broker from
+ * this same environment (worker threads inherit it), with presence for
+ * `room:*` and `user:*`. The member list then comes from presence.
+ */
+const SHARED = brokerFromEnv() !== undefined;
 
 /**
  * The page loads only its own files and talks only to its own origin
@@ -101,6 +148,8 @@ const HEADERS = {
 };
 
 const roomChannel = (room) => `room:${room}`;
+/** The room's joins and leaves on every node, published by Redis (with a broker). */
+const roomEvents = (room) => `$presence:${roomChannel(room)}`;
 const userPrefix = (room) => `user:${room}:`;
 const userChannel = (room, name) => userPrefix(room) + name;
 
@@ -161,10 +210,63 @@ export default defineApp((app) => {
     return members;
   }
 
-  app.get('/api/rooms/:room', (req, res) => {
+  /** Presence members as the page lists them: `{ id, name }`. */
+  function named(presence) {
+    const members = [];
+    for (const { id, info } of presence) {
+      if (typeof info?.name === 'string') members.push({ id, name: info.name });
+    }
+    return members;
+  }
+
+  /**
+   * The presence of `channel`, which lists `id` (the read follows its
+   * join); null if `id` left the channel meanwhile (its connection
+   * closed). Rejects when Redis does not answer.
+   */
+  async function presenceWithMe(channel, id) {
+    const presence = await app.presence(channel);
+    return app.isSubscribed(id, channel) ? presence : null;
+  }
+
+  /**
+   * Join `room` as `name` on every node, for `connection` (a WebSocket or
+   * a protocol connection, its presence info set): the user channel claims
+   * the name, the room's events then the room are subscribed. Resolves with the room's
+   * members (the newcomer included), 'taken', or null if the connection
+   * closed meanwhile; rejects when Redis does not answer.
+   */
+  async function joinShared(connection, name, room) {
+    const me = userChannel(room, name);
+    connection.subscribe(me);
+    const holders = await presenceWithMe(me, connection.id);
+    if (holders === null) return null;
+    // Two newcomers racing for one name may both see each other and both
+    // leave, as on one node; neither ends up a duplicate.
+    if (holders.some((member) => member.id !== connection.id)) {
+      connection.unsubscribe(me);
+      return 'taken';
+    }
+    connection.subscribe(roomEvents(room));
+    connection.subscribe(roomChannel(room));
+    const presence = await presenceWithMe(roomChannel(room), connection.id);
+    return presence && named(presence);
+  }
+
+  app.get('/api/rooms/:room', async (req, res) => {
     const room = normalizeRoom(req.params.room);
     if (room === null) return res.status(404).json({ error: { code: 'NO_SUCH_ROOM', message: 'room names are 1-32 characters of a-z, 0-9, - and _' } });
-    res.header('Cache-Control', 'no-store').json({ room, members: membersOf(room) });
+    let members;
+    if (SHARED) {
+      try {
+        members = named(await app.presence(roomChannel(room)));
+      } catch (error) {
+        return res.status(503).json({ error: { code: error.code ?? 'UNAVAILABLE', message: 'the member list is unavailable' } });
+      }
+    } else {
+      members = membersOf(room);
+    }
+    res.header('Cache-Control', 'no-store').json({ room, members });
   });
 
   app.get('/vendor/sockjs.min.js', {
@@ -183,6 +285,7 @@ export default defineApp((app) => {
     },
 
     open(ws) {
+      if (SHARED) return openShared(ws);
       const { name, room } = ws.data;
       const me = userChannel(room, name);
       ws.subscribe(me);
@@ -197,7 +300,7 @@ export default defineApp((app) => {
       // Our own name is found like the others': our user channel is in place.
       const members = membersOf(room);
       const at = Date.now();
-      ws.send(JSON.stringify({ type: 'welcome', id: ws.id, name, room, worker: app.workerIndex, members, at }));
+      ws.send(JSON.stringify({ type: 'welcome', id: ws.id, name, room, worker: app.workerIndex, node: nodeOf(ws.id), members, at }));
       ws.publish(roomChannel(room), JSON.stringify({ type: 'join', id: ws.id, name, at }));
       ws.data.joined = true;
     },
@@ -228,17 +331,76 @@ export default defineApp((app) => {
       app.publish(roomChannel(room), JSON.stringify({ type: 'leave', id: ws.id, name, at: Date.now() }));
     },
   };
+  /**
+   * `open` with several nodes ("Membership across nodes"): async, so the
+   * connection's messages wait for it and find it joined.
+   */
+  async function openShared(ws) {
+    const { name, room } = ws.data;
+    app.setPresenceInfo(ws.id, { name });
+    let members;
+    try {
+      members = await joinShared(ws, name, room);
+    } catch (error) {
+      reply(ws, 'the member list is unavailable, try again later');
+      ws.end(1013, 'try again later');
+      console.error(`chat: connection ${ws.id} could not join ${room}: ${error.message}`);
+      return;
+    }
+    if (members === null) return; // closed meanwhile: nobody was told it joined
+    if (members === 'taken') {
+      reply(ws, `the name "${name}" is taken in room ${room}`);
+      ws.end(4009, 'name taken');
+      return;
+    }
+    const at = Date.now();
+    ws.send(JSON.stringify({ type: 'welcome', id: ws.id, name, room, worker: app.workerIndex, node: nodeOf(ws.id), members, at }));
+    ws.publish(roomChannel(room), JSON.stringify({ type: 'join', id: ws.id, name, at }));
+    ws.data.joined = true;
+  }
+
   // The chat for Switchboard's own client (the page's "Switchboard client"
   // transports): the protocol over WebSocket on `/rpc/websocket`, and over
   // SockJS on `/rpc`, where the client falls back when WebSocket is
   // blocked. The client bundle is served at `/switchboard/client.js`.
   app.clientBundle('/switchboard/client.js', { headers: HEADERS });
   app.sockjs('/rpc', { rpc: true, maxPayloadLength: 16 * 1024 });
+  /** `chat.join` with several nodes: the same steps as `openShared`. */
+  async function joinCallShared(connection, name, room) {
+    app.setPresenceInfo(connection.id, { name });
+    let members;
+    try {
+      members = await joinShared(connection, name, room);
+    } catch (error) {
+      throw new RpcError('ERR_MEMBERS_UNAVAILABLE', 'the member list is unavailable, try again later', { cause: error });
+    }
+    if (members === 'taken') throw new RpcError('ERR_NAME_TAKEN', `the name "${name}" is taken in room ${room}`);
+    // Closed meanwhile (its onClose ran and found no room): tell nobody it joined.
+    if (members === null || !connection.isOpen) throw new RpcError('ERR_NOT_JOINED', 'the connection closed');
+    connection.data = { name, room };
+    const at = Date.now();
+    app.publish(roomChannel(room), JSON.stringify({ type: 'join', id: connection.id, name, at }), { exclude: connection.id });
+    return { type: 'welcome', id: connection.id, name, room, worker: app.workerIndex, node: nodeOf(connection.id), members, at };
+  }
+
+  /** `chat.say` once joined: publish to the room. */
+  function say(connection, text) {
+    const { name, room } = connection.data ?? {};
+    if (room === undefined) throw new RpcError('ERR_NOT_JOINED', 'join a room first');
+    app.publish(roomChannel(room), JSON.stringify({ type: 'say', id: connection.id, name, text, at: Date.now() }));
+  }
+
   app.rpc
     .action('chat.join', (call) => {
       const { name, room, error } = checkJoin(call.decode()?.name, call.decode()?.room);
       if (error) throw new RpcError('ERR_BAD_JOIN', error);
       const connection = call.connection;
+      if (SHARED) {
+        // Calls run concurrently: a `chat.say` meanwhile waits for this.
+        const joining = joinCallShared(connection, name, room);
+        connection.data = { joining };
+        return joining;
+      }
       const me = userChannel(room, name);
       connection.subscribe(me);
       if (app.subscribers(me).some((id) => id !== connection.id)) {
@@ -251,14 +413,15 @@ export default defineApp((app) => {
       // To everyone but us (our page has the welcome), after we subscribed:
       // the same order as `/chat`'s, with the same argument.
       app.publish(roomChannel(room), JSON.stringify({ type: 'join', id: connection.id, name, at }), { exclude: connection.id });
-      return { type: 'welcome', id: connection.id, name, room, worker: app.workerIndex, members: membersOf(room), at };
+      return { type: 'welcome', id: connection.id, name, room, worker: app.workerIndex, node: nodeOf(connection.id), members: membersOf(room), at };
     })
     .action('chat.say', (call) => {
-      const { name, room } = call.connection.data ?? {};
-      if (room === undefined) throw new RpcError('ERR_NOT_JOINED', 'join a room first');
       const text = typeof call.decode() === 'string' ? call.decode().trim() : '';
       if (text.length === 0 || text.length > MAX_TEXT) throw new RpcError('ERR_BAD_MESSAGE', `a message is 1 to ${MAX_TEXT} characters`);
-      app.publish(roomChannel(room), JSON.stringify({ type: 'say', id: call.connection.id, name, text, at: Date.now() }));
+      const joining = call.connection.data?.joining;
+      // After the join still running (whatever its outcome), in call order.
+      if (joining) return joining.then(() => say(call.connection, text), () => say(call.connection, text));
+      say(call.connection, text);
     })
     .onClose((connection) => {
       const { name, room } = connection.data ?? {};

@@ -73,6 +73,9 @@ test('a node that closes gracefully removes its members at once; info set after 
   const [a, b] = await Promise.all([0, 1].map(() => startNode(t, redis, env)));
   const erin = await wsClient(t, b);
   await erin.command('sub:lobby');
+  // On her own server a read right after the subscription lists her: it
+  // is answered in turn with that server's joins.
+  assert.equal((await b.request('presence', { channel: 'lobby' })).result.length, 1);
   await until(async () => (await a.request('presence', { channel: 'lobby' })).result?.length === 1, 'erin');
   assert.equal((await a.request('presence', { channel: 'lobby' })).result[0].info, null);
   await erin.command('info:{"user":"erin"}');

@@ -175,7 +175,6 @@ pub struct Broker {
 /// The callers' side of the presence task.
 struct Presences {
     commands: mpsc::UnboundedSender<PresenceCommand>,
-    route: presence::Route,
 }
 
 impl Broker {
@@ -256,9 +255,9 @@ impl Broker {
                 let route = route.clone();
                 let route: presence::Route = Arc::new(move |c| readers[route.pick(c)].clone());
                 let (commands, receiver) = mpsc::unbounded_channel();
-                let task = presence::Task::new(config.clone(), route.clone(), node, Some(nodes));
+                let task = presence::Task::new(config.clone(), route, node, Some(nodes));
                 let running = handle.spawn(task.run(receiver));
-                Some((Presences { commands, route }, running))
+                Some((Presences { commands }, running))
             }
         };
         let (presence, presence_task) = match presence {
@@ -453,16 +452,37 @@ impl Bridge for Broker {
     }
 
     fn presence(&self, channel: &str, reply: Reply<Presence>) {
-        match &self.presence {
-            Some(presence) if self.config.presence_of(channel) => presence::spawn_read(
-                &self.runtime,
-                self.config.clone(),
-                (presence.route)(channel),
-                self.node,
-                channel,
-                reply,
-            ),
-            _ => reply(Err(QueryError::NoPresence)),
+        let (Some(presence), Engine::Sharded { shards, route, .. }) =
+            (&self.presence, &self.engine)
+        else {
+            return reply(Err(QueryError::NoPresence));
+        };
+        if !self.config.presence_of(channel) {
+            return reply(Err(QueryError::NoPresence));
+        }
+        // This node's subscriptions of this moment (the caller's own, just
+        // made, included) are in effect before the read.
+        let shared = shards[route.pick(channel)].shared.clone();
+        let events = shards[route.pick(&presence::events_channel(channel))]
+            .shared
+            .clone();
+        let (ticket, events_ticket) = (
+            shared.requested.load(Ordering::Acquire),
+            events.requested.load(Ordering::Acquire),
+        );
+        let subscribed = Box::pin(async move {
+            shared.subscribed(ticket).await;
+            events.subscribed(events_ticket).await;
+        });
+        let read = presence::Read {
+            channel: channel.to_owned(),
+            reply,
+            subscribed,
+        };
+        if let Err(refused) = presence.commands.send(PresenceCommand::Read(read)) {
+            if let PresenceCommand::Read(read) = refused.0 {
+                (read.reply)(Err(QueryError::Unavailable));
+            }
         }
     }
 

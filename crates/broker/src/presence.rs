@@ -132,8 +132,18 @@ const UNJOINED_INFO_KEPT: Duration = Duration::from_secs(60);
 /// What the presence task is told.
 pub(crate) enum PresenceCommand {
     Members(Vec<MemberChange>),
+    Read(Read),
     Info(u64, Vec<u8>),
     Shutdown,
+}
+
+/// A presence read, answered in turn with this node's writes.
+pub(crate) struct Read {
+    pub(crate) channel: String,
+    pub(crate) reply: Reply<Presence>,
+    /// Resolves once this node's subscriptions made before the read are
+    /// in effect in Redis.
+    pub(crate) subscribed: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
 }
 
 /// Where a channel's presence lives: the connection of its Redis server.
@@ -189,24 +199,64 @@ impl Task {
         let look = (self.config.node_ttl / 3).max(Duration::from_millis(100));
         let mut nodes = tokio::time::interval_at(Instant::now() + look, look);
         nodes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A command taken while batching joins and leaves, handled next.
+        let mut held: Option<PresenceCommand> = None;
         loop {
-            tokio::select! {
-                command = commands.recv() => match command {
-                    Some(PresenceCommand::Members(changes)) => {
-                        let mut batch = changes;
-                        // Everything already queued: one round of writes.
-                        while let Ok(PresenceCommand::Members(more)) = commands.try_recv() {
-                            batch.extend(more);
-                        }
-                        self.apply(batch).await;
+            let command = match held.take() {
+                Some(command) => Some(command),
+                None => tokio::select! {
+                    command = commands.recv() => command,
+                    _ = refresh.tick() => {
+                        self.refresh().await;
+                        continue;
                     }
-                    Some(PresenceCommand::Info(id, info)) => self.set_info(id, info).await,
-                    Some(PresenceCommand::Shutdown) | None => return self.goodbye().await,
+                    _ = nodes.tick(), if self.nodes.is_some() => {
+                        self.evict_gone().await;
+                        continue;
+                    }
                 },
-                _ = refresh.tick() => self.refresh().await,
-                _ = nodes.tick(), if self.nodes.is_some() => self.evict_gone().await,
+            };
+            match command {
+                Some(PresenceCommand::Members(changes)) => {
+                    let mut batch = changes;
+                    // Every join and leave already queued: one round of writes.
+                    loop {
+                        match commands.try_recv() {
+                            Ok(PresenceCommand::Members(more)) => batch.extend(more),
+                            Ok(other) => {
+                                held = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    self.apply(batch).await;
+                }
+                Some(PresenceCommand::Info(id, info)) => self.set_info(id, info).await,
+                Some(PresenceCommand::Read(read)) => self.read(read).await,
+                Some(PresenceCommand::Shutdown) | None => return self.goodbye().await,
             }
         }
+    }
+
+    /// Answer a read in turn with this node's writes: everything this
+    /// node's members did before it is in Redis first, and so is this
+    /// node's subscription to the channels subscribed before it (its events
+    /// too), so events after the read reach this node.
+    async fn read(&self, read: Read) {
+        let Read {
+            channel,
+            reply,
+            subscribed,
+        } = read;
+        if tokio::time::timeout(self.config.connect_timeout, subscribed)
+            .await
+            .is_err()
+        {
+            return reply(Err(QueryError::Unavailable));
+        }
+        let reader = (self.route)(&channel);
+        reply(read_members(&self.config, &reader, &self.head, &channel).await);
     }
 
     async fn apply(&mut self, changes: Vec<MemberChange>) {
@@ -444,21 +494,20 @@ pub fn events_channel(channel: &str) -> String {
 
 /// Who is in `channel`: its expired members swept first (their leaves
 /// published), then the rest read, in one atomic script.
-pub(crate) async fn read(
+async fn read_members(
     config: &BrokerConfig,
     reader: &Reader,
-    node: u64,
+    head: &[u8],
     channel: &str,
 ) -> Result<Presence, QueryError> {
     let [hash, expiry] = config.presence_keys(channel);
     let events = config.redis_channel(&events_channel(channel));
-    let head = wire::head(node, false, None, false);
     for _attempt in 0..2 {
         let Some(mut connection) = reader.connection().await else {
             return Err(QueryError::Unavailable);
         };
         let mut call = SWEEP_SCRIPT.prepare_invoke();
-        call.key(&hash).key(&expiry).arg(&events).arg(&head);
+        call.key(&hash).key(&expiry).arg(&events).arg(head);
         let swept = call.invoke_async::<Vec<(String, Vec<u8>)>>(&mut connection);
         match tokio::time::timeout(config.connect_timeout, swept).await {
             Ok(Ok(pairs)) => {
@@ -478,19 +527,4 @@ pub(crate) async fn read(
         }
     }
     Err(QueryError::Unavailable)
-}
-
-/// Answer `reply` with the presence of `channel`, on the broker's runtime.
-pub(crate) fn spawn_read(
-    runtime: &tokio::runtime::Handle,
-    config: Arc<BrokerConfig>,
-    reader: Arc<Reader>,
-    node: u64,
-    channel: &str,
-    reply: Reply<Presence>,
-) {
-    let channel = channel.to_owned();
-    runtime.spawn(async move {
-        reply(read(&config, &reader, node, &channel).await);
-    });
 }

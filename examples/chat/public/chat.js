@@ -13,6 +13,11 @@ let lastError = '';           // the last {type:'error'} from the server
 const members = new Map();    // id -> name
 const gone = new Set();       // ids that left; ids are never reused
 let lastSpeaker = null;       // to group consecutive messages
+// What the room sent before our welcome (its fan-out may overtake the
+// welcome when the server reads the member list from Redis): handled
+// right after the welcome, so the list is built first and the joins it
+// already has are not announced twice.
+let early = [];
 
 // ---- join form -------------------------------------------------------
 
@@ -70,6 +75,7 @@ function connect(name, room) {
   me = null;
   lastError = '';
   lastSpeaker = null;
+  early = [];
   $('join').hidden = true;
   $('chat').hidden = false;
   $('banner').hidden = true;
@@ -174,6 +180,9 @@ function openSwitchboard(name, room, sockjsOnly) {
     if (socket.readyState === 3) return client.close({ timeoutMs: 0 });
     client.on('closed', () => finish(1006, ''));
     client.handle(`room:${room}`, (message) => deliver(message));
+    // With several nodes, the room's joins and leaves as Redis presence
+    // sees them (nothing comes here on a single node).
+    client.handle(`$presence:room:${room}`, (message) => deliver(message));
     socket.readyState = 1;
     socket.label = `Switchboard · ${client.transport}`;
     socket.onopen?.();
@@ -196,6 +205,7 @@ function closeReason(event, opened) {
   }
   if (event.code === 4009) return lastError ? capitalize(lastError) + '.' : 'That name is taken in this room.';
   if (event.code === 1001) return 'The server is shutting down.';
+  if (event.code === 1013) return 'The member list is unavailable (the server cannot reach Redis): try again later.';
   if (event.code === 1006) return 'The connection was lost.';
   if (event.code === 1000 && !event.reason) return 'The connection was closed.';
   return `${event.reason || 'closed'} (code ${event.code}).`;
@@ -205,21 +215,44 @@ function capitalize(s) {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
+/**
+ * A presence event of the room (`{"event":"join"|"leave","id","info"}`,
+ * sent by servers that share rooms through Redis) as the page's own
+ * `join` or `leave`; null for anything else. The events carry no time:
+ * they are shown as they arrive.
+ */
+function fromPresence(message) {
+  if (message.type !== undefined || (message.event !== 'join' && message.event !== 'leave')) return null;
+  const name = message.info?.name;
+  if (typeof message.id !== 'number' || typeof name !== 'string') return null;
+  return { type: message.event, id: message.id, name, at: Date.now() };
+}
+
 let lastJoin = null;
 function handle(message) {
+  message = fromPresence(message) ?? message;
+  if (!me && message.type !== 'welcome' && message.type !== 'error') {
+    early.push(message);
+    return;
+  }
   switch (message.type) {
-    case 'welcome':
+    case 'welcome': {
       me = { id: message.id, name: message.name, room: message.room, worker: message.worker };
       lastJoin = { name: message.name, room: message.room };
       for (const member of message.members) {
         if (!gone.has(member.id)) members.set(member.id, member.name);
       }
       renderMembers();
-      setStatus('connected', `Connected as ${message.name} · worker ${message.worker}`);
-      $('status').title = `connection ${message.id}, handled by worker thread ${message.worker}`;
+      const where = message.node ? `node ${message.node} · worker ${message.worker}` : `worker ${message.worker}`;
+      setStatus('connected', `Connected as ${message.name} · ${where}`);
+      $('status').title = `connection ${message.id}, handled by worker thread ${message.worker}${message.node ? ` of node ${message.node}` : ''}`;
       notice(`You joined #${message.room}`, false, message.at);
       setComposer(true);
+      const held = early;
+      early = [];
+      for (const m of held) handle(m);
       break;
+    }
     case 'join':
       if (gone.has(message.id) || members.has(message.id)) break;
       members.set(message.id, message.name);
