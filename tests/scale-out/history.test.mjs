@@ -173,3 +173,40 @@ test('a subscription gone silent is found by the probes: the node subscribes aga
   await until(() => onB.received.length === 7, 'the live stream again');
   assert.deepEqual(onB.received, ['"before"', ...Array.from({ length: 5 }, (_, i) => JSON.stringify(`during ${i}`)), '"after"']);
 });
+
+test('a slow node (stopped, its pub/sub connection dropped by Redis for its backlog) holds nobody else up, and catches up in order from the history when it resumes', async (t) => {
+  const redis = await startRedis(t);
+  const prefix = freshPrefix();
+  const big = [{ channels: 'h.*', size: 5000, ttl: 60 }];
+  // The clients here take 12 MB at once: no slow-consumer drops.
+  const env = { MAX_BACKPRESSURE: String(64 * 1024 * 1024) };
+  const [a, b, c] = await Promise.all([0, 1, 2].map(() => startNode(t, redis, { prefix, history: big, env })));
+  const onB = await wsClient(t, b);
+  const onC = await wsClient(t, c);
+  for (const client of [onB, onC]) assert.equal(await client.command('sub:h.slow'), 'ok:sub:h.slow');
+  await until(async () => (await redis.numsub(`${prefix}h.slow`))[`${prefix}h.slow`] === 2, 'B and C to subscribe');
+  // Redis drops a subscriber whose unread output passes 1 MiB.
+  await redis.cli('CONFIG', 'SET', 'client-output-buffer-limit', 'pubsub 1mb 1mb 0');
+
+  const pubsubClients = async () => [...(await redis.cli('CLIENT', 'LIST', 'TYPE', 'pubsub')).matchAll(/\bid=(\d+)/g)].map((m) => m[1]);
+  const before = await pubsubClients();
+  b.child.kill('SIGSTOP');
+  t.after(() => b.child.kill('SIGCONT'));
+  // More than the socket buffers between Redis and B hold, so Redis's own
+  // buffer for B fills and Redis drops B's pub/sub connection.
+  const count = 4000;
+  const payload = (i) => JSON.stringify(`${i}:${'x'.repeat(3000)}`);
+  const burst = [];
+  for (let i = 0; i < count; i++) burst.push(a.publish('h.slow', payload(i)));
+  for (const reply of await Promise.all(burst)) assert.equal(reply.error, undefined);
+  // C is not held up by B.
+  await until(() => onC.received.length === count, 'all on C while B is stopped', 20_000);
+  // Redis dropped B's pub/sub connection.
+  await until(async () => (await pubsubClients()).length < before.length, "Redis to drop B's connection");
+
+  b.child.kill('SIGCONT');
+  await until(() => onB.received.length >= count, 'all on B after it resumed', 15_000);
+  await sleep(100);
+  assert.deepEqual(onB.received, Array.from({ length: count }, (_, i) => payload(i)), 'each once, in order');
+  assert.deepEqual(onC.received, onB.received);
+});

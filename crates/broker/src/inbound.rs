@@ -15,6 +15,9 @@ use crate::{wire, BrokerConfig};
 /// The server went away: the subscriber's task ends.
 pub(crate) struct Gone;
 
+/// Publications read from a history at a time when filling a gap.
+const FILL_PAGE: usize = 500;
+
 pub(crate) struct Inbound {
     config: Arc<BrokerConfig>,
     node: u64,
@@ -74,27 +77,41 @@ impl Inbound {
     }
 
     /// Deliver, in order, up to `count` publications of `channel` after
-    /// `since` from its history. If the history cannot be read they are
-    /// skipped: live traffic goes on, and clients still see the gap in the
-    /// offsets (and can recover themselves).
+    /// `since` from its history, a page at a time (a long absence must not
+    /// make one reply of megabytes, nor one read outlast its timeout). If
+    /// the history cannot be read the rest are skipped: live traffic goes
+    /// on, and clients still see the gap in the offsets (and can recover
+    /// themselves).
     async fn fill(&mut self, server: &Server, channel: &str, since: Position, count: usize) {
-        let Ok(page) = self.source.read(channel, Some(since), count).await else {
-            return;
-        };
-        if page.top.epoch != since.epoch {
-            return;
-        }
-        for publication in page.publications {
-            let position = Position {
-                epoch: since.epoch,
-                offset: publication.offset,
+        let mut since = since;
+        let mut left = count;
+        while left > 0 {
+            let want = left.min(FILL_PAGE);
+            let Ok(page) = self.source.read(channel, Some(since), want).await else {
+                return;
             };
-            if self.positions.admit(channel, position) != Admit::Deliver {
-                continue;
+            if page.top.epoch != since.epoch {
+                return;
             }
-            self.positions.delivered(channel, position);
-            let data = &publication.data;
-            server.deliver(channel, data, publication.binary, None, Some(position));
+            let read = page.publications.len();
+            for publication in page.publications {
+                let position = Position {
+                    epoch: since.epoch,
+                    offset: publication.offset,
+                };
+                since = position;
+                if self.positions.admit(channel, position) != Admit::Deliver {
+                    continue;
+                }
+                self.positions.delivered(channel, position);
+                let data = &publication.data;
+                server.deliver(channel, data, publication.binary, None, Some(position));
+            }
+            // The end of what is kept, or of what was asked.
+            if read < want || since.offset >= page.top.offset {
+                return;
+            }
+            left -= read;
         }
     }
 
