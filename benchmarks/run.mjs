@@ -257,7 +257,10 @@ if (args.render || args['update-readme']) {
 const quick = args.quick;
 const selections = localSuites.map((suite) => {
   const scenarios = parseList(picked.scenario[suite.name], suite.scenarioNames, 'scenario');
-  const servers = parseList(picked.server[suite.name], suite.serverNames, 'server', suite.defaultServerNames).map((n) => suite.serverByName(n));
+  let servers = parseList(picked.server[suite.name], suite.serverNames, 'server', suite.defaultServerNames).map((n) => suite.serverByName(n));
+  // Without --server, a server that runs none of the chosen scenarios is not part of the run
+  // (`--scenario cross-node`: Switchboard and Socket.IO only); one named there gets a note instead.
+  if (!picked.server[suite.name] && suite.name === 'ws') servers = servers.filter((s) => scenarios.some((sc) => runsScenario(s, sc)));
   // A full run of every scenario against every server of the suite (its opt-in ones aside).
   const complete =
     !quick &&
