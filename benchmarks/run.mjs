@@ -29,8 +29,9 @@ import { SATURATED, renderMarkdown, summarize, updateReadme, writeCharts } from 
 import { LOADGEN_SCENARIO, SCENARIO_NAMES, buildMatrix, configLabel } from './harness/scenarios.mjs';
 import { regressionSummary } from './harness/summary.mjs';
 import {
-  DEFAULT_SERVER_NAMES, SERVER_NAMES, describeVersions, runsScenario, serverByName, serverVersions, startServer,
+  DEFAULT_SERVER_NAMES, SERVER_NAMES, describeVersions, runsScenario, serverByName, serverVersions, skipReason, startServer,
 } from './harness/servers.mjs';
+import { startTopology } from './harness/topology.mjs';
 import {
   HTTP_SCENARIO_NAMES, HTTP_SERVER_NAMES, buildHttpMatrix, createStaticDir, httpConfigLabel, httpFailure, httpServerByName, summarizeHttp,
 } from './harness/http.mjs';
@@ -256,7 +257,10 @@ if (args.render || args['update-readme']) {
 const quick = args.quick;
 const selections = localSuites.map((suite) => {
   const scenarios = parseList(picked.scenario[suite.name], suite.scenarioNames, 'scenario');
-  const servers = parseList(picked.server[suite.name], suite.serverNames, 'server', suite.defaultServerNames).map((n) => suite.serverByName(n));
+  let servers = parseList(picked.server[suite.name], suite.serverNames, 'server', suite.defaultServerNames).map((n) => suite.serverByName(n));
+  // Without --server, a server that runs none of the chosen scenarios is not part of the run
+  // (`--scenario cross-node`: Switchboard and Socket.IO only); one named there gets a note instead.
+  if (!picked.server[suite.name] && suite.name === 'ws') servers = servers.filter((s) => scenarios.some((sc) => runsScenario(s, sc)));
   // A full run of every scenario against every server of the suite (its opt-in ones aside).
   const complete =
     !quick &&
@@ -310,6 +314,7 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
       const versions = serverVersions(s, { root, machine });
       return {
         name: s.name, label: s.label, short: s.short ?? s.label, protocol: s.protocol, ...(s.versus ? { versus: s.versus } : {}),
+        ...(s.nodes ? { nodes: s.nodes } : {}),
         env: s.env ?? {}, versions, versions_text: describeVersions(versions),
       };
     });
@@ -322,8 +327,13 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
     const plan = [];
     for (const c of configs) for (const s of servers) if (runsScenario(s, c.scenario)) plan.push({ ...c, server: s });
     for (const s of servers) {
-      const skipped = scenarios.filter((sc) => !runsScenario(s, sc));
-      if (skipped.length) notes.push(`${s.label}: ${skipped.join(', ')} not run: ${s.skipWhy}.`);
+      // One note per reason: a server may skip scenarios for different ones.
+      const why = new Map();
+      for (const sc of scenarios.filter((sc) => !runsScenario(s, sc))) {
+        const reason = skipReason(s, sc);
+        why.set(reason, [...(why.get(reason) ?? []), sc]);
+      }
+      for (const [reason, skipped] of why) notes.push(`${s.label}: ${skipped.join(', ')} not run: ${reason}.`);
     }
 
     const results = {
@@ -387,10 +397,17 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
       };
       let server = null;
       try {
-        server = await startServer(item.server, { root, binDir: binDir(), cpu: pin.pinned ? pin.server_cpu : null, env: suite.serverEnv });
+        const where = { root, binDir: binDir(), cpu: pin.pinned ? pin.server_cpu : null, env: suite.serverEnv };
+        // Two nodes and a Redis (cross-node), or one server.
+        server = item.server.nodes
+          ? await startTopology(item.server, { ...where, sideCpu: pin.pinned ? pin.loadgen_cpu : null })
+          : await startServer(item.server, where);
         const current = runs.begin();
         current.server = server;
         record.server_process = { pid: server.pid, port: server.port, command: server.command, cpus_allowed: server.cpus };
+        if (server.topology) record.topology = server.topology;
+        const sideCpuBefore = server.cpuSeconds?.();
+        const sideWallBefore = performance.now();
         if (item.settleMs) await new Promise((r) => setTimeout(r, item.settleMs));
         status(`${prefix} … running`);
         const sampler = startCoreSampler();
@@ -401,7 +418,7 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
           port: server.port,
           protocol: item.server.protocol,
           serverPid: server.pid,
-          args: suite.loadgenArgs(item),
+          args: [...suite.loadgenArgs(item), ...(server.loadgenArgs ?? [])],
           // Generous: connecting thousands of clients and slow servers take time;
           // the limit only catches a hung run.
           timeoutMs: (item.expectedS * 2 + 60 + item.config.connections / 200) * 1000,
@@ -411,7 +428,7 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
             // The step is printed as its measured window ends.
             const now = performance.now();
             cores.push(sampler.window(now - (step.duration_s ?? 0) * 1000, now));
-            if (item.scenario !== 'ws-broadcast-room') return;
+            if (item.scenario !== 'ws-broadcast-room' && item.scenario !== 'cross-node') return;
             const l = step.latency_us ?? {};
             log(
               `      ${item.server.name} R=${step.rate}/s → ${si(step.received_per_s)} delivered/s, mean ${ms(l.mean / 1000)} ms, p99 ${ms(l.p99 / 1000)} ms ` +
@@ -421,12 +438,22 @@ async function runSuite({ suite, scenarios, servers, complete: suiteComplete }) 
         });
         record.loadgen = describeRun(run);
         sampler.stop();
+        if (sideCpuBefore) {
+          // Node A's and Redis's CPU over the whole run (warm-ups included): what the load generator's core gave them.
+          const after = server.cpuSeconds();
+          const wall = (performance.now() - sideWallBefore) / 1000;
+          for (const k of ['publisher', 'redis']) {
+            const used = after[k] !== null && sideCpuBefore[k] !== null ? after[k] - sideCpuBefore[k] : null;
+            record.topology[k].cpu_s = used;
+            record.topology[k].cpu_util = used === null ? null : Math.round((used / wall) * 1000) / 1000;
+          }
+        }
         record.steps = run.steps;
         record.cores = cores;
-        record.summary = suite.summarize(item.scenario, run.steps, { cores, pin });
+        record.summary = suite.summarize(item.scenario, run.steps, { cores, pin, config: item.config });
         if (!server.running()) {
           const e = await server.exited;
-          record.error = `the server exited during the run (code ${e.code}, signal ${e.signal}): ${server.output().trim().split('\n').slice(-5).join(' | ')}`;
+          record.error = `${e.which ? `${e.which} of the topology` : 'the server'} exited during the run (code ${e.code}, signal ${e.signal}): ${server.output().trim().split('\n').slice(-5).join(' | ')}`;
         } else if (run.error) record.error = `cannot run the load generator: ${run.error}`;
         else if (run.timedOut) record.error = `the load generator did not finish in time and was stopped`;
         else if (run.code !== 0) {
@@ -489,12 +516,16 @@ function outcome(scenario, summary) {
       return `${si(summary.incoming_per_s)} req/s in, ${si(summary.outgoing_per_s)} msg/s out, RSS ${mib(summary.rss_kb)} (${cpu(summary)})${flag(summary)}`;
     case 'ws-idle':
       return `${bytes(summary.bytes_per_connection)}/connection (${summary.connected}/${summary.connections} connected)`;
+    case 'cross-node':
     case 'ws-broadcast-room': {
+      const moderate = summary.moderate
+        ? `at ${si(summary.moderate.target_delivered_per_s)}/s p50 ${ms(summary.moderate.p50_ms)} ms, p99 ${ms(summary.moderate.p99_ms)} ms; `
+        : '';
       const rate =
         summary.saturation_kind === 'below'
           ? `over the limit at the first step`
           : `${summary.saturation_kind === 'at_least' ? '≥ ' : ''}${si(summary.saturation_rate)} delivered/s within the limit`;
-      return `${rate}, ${summary.points.length} steps (at the limit step: ${cpu(summary.limit_step)})${flag(summary)}`;
+      return `${moderate}${rate}, ${summary.points.length} steps (at the limit step: ${cpu(summary.limit_step)})${flag(summary)}`;
     }
     default:
       return '';

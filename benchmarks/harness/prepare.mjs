@@ -1,5 +1,5 @@
 // Builds what a run needs, idempotently: Switchboard itself, the peers' npm
-// packages, the load generator and the Rust peers (Tokio, hyper). Each step is quick when
+// packages, redis-server (cross-node), the load generator and the Rust peers (Tokio, hyper). Each step is quick when
 // nothing changed, so `npm run bench` can always do all of them.
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -69,6 +69,10 @@ export function prepare({ root, servers, log, loadgen = true }) {
       // pinned, and results record them), and the lockfile never rewritten.
       must(log, 'install the peers (npm ci in benchmarks/)', 'npm', ['ci', '--no-audit', '--no-fund'], benchDir);
     }
+  }
+  // The cross-node scenario's two-node servers start a redis-server of their own.
+  if (servers.some((s) => s.nodes)) {
+    must(log, 'redis-server (bash scripts/setup-redis.sh)', 'bash', [path.join('scripts', 'setup-redis.sh')], root);
   }
   const packages = loadgen ? ['-p', 'switchboard-loadgen'] : [];
   // A Rust peer's binary is its crate's package name.

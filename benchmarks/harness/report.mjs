@@ -3,6 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { barChart, roomChart } from './charts.mjs';
+import { crossNodeSection } from './cross-node-report.mjs';
 import { bytes, mib, pct, ratio, si } from './format.mjs';
 import { STOP_MEAN_LATENCY_MS } from './scenarios.mjs';
 import { SERVERS } from './servers.mjs';
@@ -44,7 +45,7 @@ function latencyMs(step) {
 }
 
 /** The figures of one run, derived from its raw steps (which results.json keeps too). */
-export function summarize(scenario, steps, { cores = [], pin = null } = {}) {
+export function summarize(scenario, steps, { cores = [], pin = null, config = null } = {}) {
   if (!steps.length) return null;
   const step = steps[0];
   const core = cores[0] ?? null;
@@ -76,12 +77,16 @@ export function summarize(scenario, steps, { cores = [], pin = null } = {}) {
         connected: step.connected,
         connections: step.connections,
       };
+    case 'cross-node':
     case 'ws-broadcast-room': {
+      // cross-node: the publishers (connected too) receive nothing.
+      const receivers = (s) => (scenario === 'cross-node' ? s.connected - (config?.publishers ?? 0) : s.connected);
       const points = steps.map((s, i) => ({
         rate: s.rate,
-        target_delivered_per_s: Number.isFinite(s.rate) ? s.rate * s.connected : null,
+        target_delivered_per_s: Number.isFinite(s.rate) ? s.rate * receivers(s) : null,
         delivered_per_s: s.received_per_s,
         mean_ms: latencyMs(s).mean,
+        p50_ms: latencyMs(s).p50,
         p99_ms: latencyMs(s).p99,
         backlogged: s.errors?.backlogged ?? 0,
         ...bound(s, cores[i], pin),
@@ -106,6 +111,8 @@ export function summarize(scenario, steps, { cores = [], pin = null } = {}) {
         loadgen_cpu: limitStep?.loadgen_cpu ?? null,
         server_core: limitStep?.server_core ?? null,
         loadgen_core: limitStep?.loadgen_core ?? null,
+        // cross-node: the first step is the moderate rate, the latency figure.
+        ...(scenario === 'cross-node' ? { moderate: points[0] ?? null } : {}),
         points,
       };
     }
@@ -194,6 +201,11 @@ export function comparisonTable({ keyHeaders, rows, servers, lowerIsBetter = fal
   return table(header, body);
 }
 
+/** The servers that ran `scenario` (a table leaves out the others' empty columns). */
+export function serversIn(results, scenario) {
+  return results.servers.filter((s) => results.runs.some((r) => r.scenario === scenario && r.server === s.name));
+}
+
 export function runsOf(results, scenario) {
   return results.runs.filter((r) => r.scenario === scenario);
 }
@@ -218,6 +230,10 @@ export function chartFiles(results) {
     files.push({ kind: 'room', n: g.config.connections, file: `room-n${g.config.connections}.svg`, group: g });
   }
   if (runsOf(results, 'ws-echo').length) files.push({ kind: 'echo', file: 'echo.svg' });
+  // cross-node: the configurations that step up to saturation (not the latency-only one).
+  for (const g of byConfig(runsOf(results, 'cross-node')).filter((g) => g.config.rates.length > 1)) {
+    files.push({ kind: 'cross-node', n: g.config.connections, file: `cross-node-n${g.config.connections}.svg`, group: g });
+  }
   return files;
 }
 
@@ -281,12 +297,12 @@ export function resultsHeader(results, { bench, title }) {
 /** results.md; `benchRel` is the benchmarks folder relative to the output folder, for its links. */
 export function renderMarkdown(results, { benchRel = '..' } = {}) {
   const bench = benchRel.split(path.sep).join('/') || '.';
-  const servers = results.servers;
   const out = resultsHeader(results, { bench, title: 'Switchboard benchmark results' });
 
   // ws-echo
   const echo = byConfig(runsOf(results, 'ws-echo'));
   if (echo.length) {
+    const servers = serversIn(results, 'ws-echo');
     out.push('', '## ws-echo: messages echoed per second (higher is better)', '');
     out.push(
       comparisonTable({
@@ -310,6 +326,7 @@ export function renderMarkdown(results, { benchRel = '..' } = {}) {
   // ws-broadcast-room
   const room = byConfig(runsOf(results, 'ws-broadcast-room'));
   if (room.length) {
+    const servers = serversIn(results, 'ws-broadcast-room');
     out.push('', `## ws-broadcast-room: saturation rate (higher is better)`, '');
     out.push(
       `The highest delivered messages/s whose mean latency stayed at or under ${STOP_MEAN_LATENCY_MS} ms. ` +
@@ -347,6 +364,7 @@ export function renderMarkdown(results, { benchRel = '..' } = {}) {
   // ws-channels
   const channels = byConfig(runsOf(results, 'ws-channels'));
   if (channels.length) {
+    const servers = serversIn(results, 'ws-channels');
     out.push('', '## ws-channels: channels of 10, one request in flight per connection', '');
     out.push('Incoming is requests/s received by the server; outgoing is messages/s it delivered (1 reply + 9 broadcasts each). RSS is the server\'s resident memory at the end of the run; its ratio is the peer\'s RSS ÷ Switchboard\'s (above 1×: Switchboard uses less).');
     out.push('');
@@ -375,6 +393,7 @@ export function renderMarkdown(results, { benchRel = '..' } = {}) {
   // ws-idle
   const idle = byConfig(runsOf(results, 'ws-idle'));
   if (idle.length) {
+    const servers = serversIn(results, 'ws-idle');
     out.push('', '## ws-idle: server memory per idle connection (lower is better)', '');
     out.push(
       'Resident memory after all connections opened minus before, divided by the connections. The ratios are the peer\'s figure ÷ Switchboard\'s, so **above 1× Switchboard uses less memory**.' +
@@ -406,15 +425,20 @@ export function renderMarkdown(results, { benchRel = '..' } = {}) {
     );
   }
 
+  out.push(...crossNodeSection(results));
+
   // The saturation check, summed up.
-  const closed = results.runs.filter((r) => r.summary && ['ws-echo', 'ws-channels', 'ws-broadcast-room'].includes(r.scenario));
+  const closed = results.runs.filter((r) => r.summary && ['ws-echo', 'ws-channels', 'ws-broadcast-room', 'cross-node'].includes(r.scenario));
   const count = (b) => closed.filter((r) => r.summary.bound === b).length;
   out.push('', '## Saturation check', '');
   out.push(
     `Of ${closed.length} load-carrying runs, the server alone was saturated in ${count('server')}, ` +
       `the load generator alone in ${count('client')}, both in ${count('both')}, neither in ${count('neither')}` +
       `${count('unknown') ? `, unknown in ${count('unknown')}` : ''}. ` +
-      `For ws-broadcast-room the check is made at the step that went over ${STOP_MEAN_LATENCY_MS} ms (or the last step).`,
+      (closed.some((r) => r.scenario === 'cross-node')
+        ? `For ws-broadcast-room and cross-node the check is made at the step that went over ${STOP_MEAN_LATENCY_MS} ms (or the last step); ` +
+          `in cross-node "the server" is node B, whose core it has to itself.`
+        : `For ws-broadcast-room the check is made at the step that went over ${STOP_MEAN_LATENCY_MS} ms (or the last step).`),
   );
   const coreText = (c) => (c ? `${pct(c.busy)} busy (interrupts ${pct(c.irq)}, steal ${pct(c.steal)})` : 'not sampled');
   const listRuns = (title, runs) => {
@@ -432,7 +456,9 @@ export function renderMarkdown(results, { benchRel = '..' } = {}) {
   // Room runs that never reached the limit are expected to be "neither": the server had capacity left.
   listRuns(
     'Runs where neither process was saturated (°), with what their cores did:',
-    closed.filter((r) => r.summary.bound === 'neither' && !(r.scenario === 'ws-broadcast-room' && r.summary.saturation_kind === 'at_least')),
+    closed.filter(
+      (r) => r.summary.bound === 'neither' && !(['ws-broadcast-room', 'cross-node'].includes(r.scenario) && r.summary.saturation_kind === 'at_least'),
+    ),
   );
   // The server's core busier than the server: interrupt work for its sockets,
   // or another process on a shared machine taking the server's CPU.
@@ -467,7 +493,7 @@ export function writeCharts(results, outDir) {
   const subtitle = `${results.machine.cpu.model} · ${where} · ${results.mode} run ${results.started_at.slice(0, 10)}`;
   for (const c of chartFiles(results)) {
     let svg;
-    if (c.kind === 'room') {
+    if (c.kind === 'room' || c.kind === 'cross-node') {
       const series = results.servers
         .filter((s) => c.group.runs[s.name]?.summary)
         .map((s) => ({
@@ -476,7 +502,10 @@ export function writeCharts(results, outDir) {
           points: c.group.runs[s.name].summary.points.map((p) => ({ x: p.delivered_per_s, y: p.mean_ms })),
         }));
       svg = roomChart({
-        title: `ws-broadcast-room, N = ${c.n} clients, 32-byte messages`,
+        title:
+          c.kind === 'room'
+            ? `ws-broadcast-room, N = ${c.n} clients, 32-byte messages`
+            : `cross-node: publishers on node A, N = ${c.n} subscribers on node B (one node: no broker), 32 B`,
         subtitle,
         series,
         limitMs: STOP_MEAN_LATENCY_MS,

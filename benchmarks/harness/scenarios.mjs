@@ -2,7 +2,7 @@
 // exercises every scenario against every server in well under two minutes,
 // so CI keeps the harness working (it measures nothing worth reading).
 
-export const SCENARIO_NAMES = ['ws-echo', 'ws-broadcast-room', 'ws-channels', 'ws-idle'];
+export const SCENARIO_NAMES = ['ws-echo', 'ws-broadcast-room', 'ws-channels', 'ws-idle', 'cross-node'];
 
 /** The load generator's name for each scenario. */
 export const LOADGEN_SCENARIO = {
@@ -10,6 +10,7 @@ export const LOADGEN_SCENARIO = {
   'ws-broadcast-room': 'room',
   'ws-channels': 'channels',
   'ws-idle': 'idle',
+  'cross-node': 'fanout',
 };
 
 // The open-file limit bounds connections in each process (the server holds
@@ -36,6 +37,17 @@ export function roomRates(n, { from = 20_000, to = 8_000_000, factor = 1.5 } = {
     if (delivered >= to) break;
   }
   return rates;
+}
+
+/**
+ * cross-node: publishes/s for N subscribers, so that N × R (delivered/s)
+ * starts at the moderate rate (the latency figure) and doubles up to about
+ * `to`: 20k, 40k, … 10.24M delivered/s, ten steps, the first at or above
+ * `to` the last. Doubling rather than the room's ×1.5 keeps a full run of
+ * the scenario to a few minutes.
+ */
+export function crossNodeRates(n, { moderate = 20_000, to = 10_000_000, factor = 2 } = {}) {
+  return roomRates(n, { from: moderate, to, factor });
 }
 
 /** How many connections the fd limit allows, and the notes that explain a cap. */
@@ -129,6 +141,36 @@ export function buildMatrix({ quick, scenarios, fd }) {
     );
   }
 
+  // cross-node: publishers on node A, N subscribers on node B (or both on one
+  // node for the baselines); open loop, the first step at a moderate rate.
+  // Full runs: N = 100 at the moderate rate only (the latency figure, the
+  // least fan-out time in it), then N = 1,000 from the moderate rate to
+  // saturation (N = 100 would need 100k publishes/s to saturate node B, which
+  // would load node A and Redis, on the load generator's core, as much).
+  {
+    const grids = quick
+      ? [{ n: 50, publishers: 2, rates: [20, 200], warmup: 0.2, duration: 0.5 }]
+      : [
+          { n: 100, publishers: 10, rates: [200], warmup: 1, duration: 5 },
+          { n: 1000, publishers: 10, rates: crossNodeRates(1000), warmup: 1, duration: 3 },
+        ];
+    for (const grid of grids) {
+      add(
+        'cross-node',
+        {
+          connections: grid.n, publishers: grid.publishers, payload: 32, rates: grid.rates,
+          moderate_rate: grid.rates[0], stop_mean_latency_ms: STOP_MEAN_LATENCY_MS,
+        },
+        [
+          '--connections', String(grid.n), '--publishers', String(grid.publishers), '--payload', '32',
+          '--rates', grid.rates.join(','), '--stop-mean-latency-ms', String(STOP_MEAN_LATENCY_MS),
+          ...timing(grid.warmup, grid.duration),
+        ],
+        grid.rates.length * (grid.warmup + grid.duration),
+      );
+    }
+  }
+
   // ws-idle: a fresh server per size; memory after minus before, per connection.
   {
     const sizes = []; // { n, requested }
@@ -174,6 +216,8 @@ export function configLabel(scenario, config) {
       return `c=${config.connections}`;
     case 'ws-idle':
       return `n=${config.connections}`;
+    case 'cross-node':
+      return `N=${config.connections}`;
     default:
       return JSON.stringify(config);
   }

@@ -17,7 +17,10 @@ import { allowedCpus, pinned } from './machine.mjs';
  * written out although they equal the peer scripts' defaults, so that a
  * variable left in the caller's shell cannot change a run; optIn: run only
  * when --server names it; scenarios: the only scenarios it runs (default
- * all), with `skipWhy` saying why the others are not.
+ * all), with `skipWhy` saying why the others are not; crossNode: it runs
+ * the cross-node scenario (which no other server does): with `nodes: 2`
+ * as two nodes on a Redis of their own (harness/topology.mjs), without
+ * as one node that publishers and subscribers share (the baseline).
  */
 const XHR_STREAMING = {
   optIn: true,
@@ -25,13 +28,43 @@ const XHR_STREAMING = {
   skipWhy: 'a SockJS xhr-streaming client that sends holds two sockets (its stream and its xhr_send connection), so the full size would need twice the descriptors',
 };
 
+const CROSS_NODE_ONLY = {
+  crossNode: true,
+  nodes: 2,
+  scenarios: ['cross-node'],
+  skipWhy: 'a scale-out variant: two nodes and a Redis, for cross-node only (the single-node scenarios are the plain server\'s)',
+};
+
+/**
+ * Switchboard as two nodes on Redis (the cross-node scenario): `broker` is
+ * passed to the peer script as BROKER_OPTIONS (JSON), beside REDIS_URL, so a
+ * variant is one line in SERVERS (as the one with history is).
+ */
+function switchboardOverRedis(name, label, short, broker) {
+  return {
+    name, label, short, protocol: 'ws', script: 'switchboard.mjs', packages: [], ours: true, versus: 'socketio-redis',
+    env: { WORKERS: '1', IO_THREADS: '1', BROKER_OPTIONS: JSON.stringify(broker) },
+    ...CROSS_NODE_ONLY,
+  };
+}
+
+/** Socket.IO as two nodes on Redis with one of @socket.io/redis-adapter's adapters (peers/socketio.mjs). */
+function socketioOverRedis(name, label, short, adapter) {
+  return {
+    name, label, short, protocol: 'socketio', script: 'socketio.mjs',
+    packages: ['socket.io', '@socket.io/redis-adapter', 'redis', 'engine.io', 'ws'],
+    env: { SOCKETIO_ADAPTER: adapter },
+    ...CROSS_NODE_ONLY,
+  };
+}
+
 export const SERVERS = [
   // One worker thread and one I/O thread: the server gets one core, so more
   // threads would only contend for it.
-  { name: 'switchboard', label: 'Switchboard', protocol: 'ws', script: 'switchboard.mjs', packages: [], ours: true, env: { WORKERS: '1', IO_THREADS: '1' } },
+  { name: 'switchboard', label: 'Switchboard', protocol: 'ws', script: 'switchboard.mjs', packages: [], ours: true, crossNode: true, env: { WORKERS: '1', IO_THREADS: '1' } },
   { name: 'uws', label: 'uWebSockets.js', short: 'uWS.js', protocol: 'ws', script: 'uws.mjs', packages: ['@trufflesuite/uws-js-unofficial'] },
   { name: 'ws', label: 'ws', protocol: 'ws', script: 'ws.mjs', packages: ['ws', 'bufferutil'] },
-  { name: 'socketio', label: 'Socket.IO', protocol: 'socketio', script: 'socketio.mjs', packages: ['socket.io', 'engine.io', 'ws'] },
+  { name: 'socketio', label: 'Socket.IO', protocol: 'socketio', script: 'socketio.mjs', packages: ['socket.io', 'engine.io', 'ws'], crossNode: true },
   { name: 'sockjs', label: 'SockJS', protocol: 'sockjs', script: 'sockjs.mjs', packages: ['sockjs', 'faye-websocket', 'websocket-driver'] },
   // Switchboard's SockJS services (app.sockjs) on the same framing, beside sockjs-node.
   { name: 'switchboard-sockjs', label: 'Switchboard (SockJS)', short: 'SB SockJS', protocol: 'sockjs', script: 'switchboard.mjs', packages: [], ours: true, versus: 'sockjs', env: { WORKERS: '1', IO_THREADS: '1', SWITCHBOARD_TRANSPORT: 'sockjs' } },
@@ -43,6 +76,12 @@ export const SERVERS = [
   // client that sends holds two sockets, and 19,000 of them would need
   // 38,000 descriptors in each process.
   { name: 'sockjs-xhr-streaming', label: 'SockJS (xhr-streaming)', short: 'SockJS xhr', protocol: 'sockjs-xhr-streaming', script: 'sockjs.mjs', packages: ['sockjs', 'faye-websocket', 'websocket-driver'], ...XHR_STREAMING },
+  // Scale-out through Redis (the cross-node scenario only): Switchboard's
+  // broker against Socket.IO's two Redis adapters, each as two nodes.
+  switchboardOverRedis('switchboard-redis', 'Switchboard + Redis', 'SB Redis', {}),
+  switchboardOverRedis('switchboard-redis-history', 'Switchboard + Redis (history)', 'SB Redis hist', { history: [{ channels: 'room', size: 100, ttl: 300 }] }),
+  socketioOverRedis('socketio-redis', 'Socket.IO + redis-adapter', 'SIO Redis', 'redis'),
+  socketioOverRedis('socketio-redis-sharded', 'Socket.IO + sharded redis-adapter', 'SIO sharded', 'sharded'),
   { name: 'switchboard-sockjs-xhr-streaming', label: 'Switchboard (SockJS xhr-streaming)', short: 'SB SockJS xhr', protocol: 'sockjs-xhr-streaming', script: 'switchboard.mjs', packages: [], ours: true, versus: 'sockjs-xhr-streaming', env: { WORKERS: '1', IO_THREADS: '1', SWITCHBOARD_TRANSPORT: 'sockjs' }, ...XHR_STREAMING },
 ];
 
@@ -52,7 +91,16 @@ export const DEFAULT_SERVER_NAMES = SERVERS.filter((s) => !s.optIn).map((s) => s
 
 /** Whether `server` runs `scenario`. */
 export function runsScenario(server, scenario) {
+  if (scenario === 'cross-node') return Boolean(server.crossNode);
   return !server.scenarios || server.scenarios.includes(scenario);
+}
+
+/** Why `server` does not run `scenario` (for the results' notes). */
+export function skipReason(server, scenario) {
+  if (scenario === 'cross-node' && !server.crossNode) {
+    return 'the scenario compares scale-out through Redis (Switchboard\'s broker, Socket.IO\'s adapters) and their single-node baselines';
+  }
+  return server.skipWhy;
 }
 
 export function serverByName(name) {

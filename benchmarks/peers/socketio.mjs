@@ -26,11 +26,29 @@
 // room `room` and sends each message to it with nsp.to('room').emit (the
 // sender included); /channels takes `join:<ch>` (socket.join, answer
 // `joined`), then emits each message back to the sender and to the channel
-// with socket.to(ch).emit (the sender excluded).
+// with socket.to(ch).emit (the sender excluded); /publish (cross-node)
+// joins nothing and sends each message to the room `room` of /room, as
+// /room does.
+//
+// Scale-out (the cross-node scenario): with REDIS_URL set, the namespaces
+// use a Redis adapter of @socket.io/redis-adapter 8.3.0 on node-redis 4.7.1
+// (the client its tests run against, and the one its sharded adapter
+// needs), a publishing and a subscribing connection, both connected before
+// it listens. SOCKETIO_ADAPTER picks which:
+//   redis (default)  createAdapter: classic pub/sub; every broadcast goes to
+//                    every node (PUBLISH on the namespace's channel, each node
+//                    PSUBSCRIBEs to all of its rooms).
+//   sharded          createShardedAdapter: sharded pub/sub (SPUBLISH,
+//                    SSUBSCRIBE, Redis 7), subscriptionMode 'dynamic' (its
+//                    default): a channel per public room, subscribed by the
+//                    nodes that have members in it.
+//   REDIS_PREFIX     the adapter's key prefix (default `socket.io`).
 //
 // Prints `LISTENING <port>` on stdout once listening; SIGTERM (or SIGINT)
 // closes every connection and exits 0.
 import http from 'node:http';
+import { createAdapter, createShardedAdapter } from '@socket.io/redis-adapter';
+import { createClient } from 'redis';
 import { Server } from 'socket.io';
 import { WebSocketServer } from 'ws';
 
@@ -52,6 +70,25 @@ const io = new Server(httpServer, {
   serveClient: false,
 });
 
+const redisClients = [];
+if (process.env.REDIS_URL) {
+  const kind = process.env.SOCKETIO_ADAPTER || 'redis';
+  const key = process.env.REDIS_PREFIX || 'socket.io';
+  const pubClient = createClient({ url: process.env.REDIS_URL });
+  const subClient = pubClient.duplicate();
+  for (const client of [pubClient, subClient]) {
+    client.on('error', (err) => console.error(`redis: ${err.message}`));
+    redisClients.push(client);
+  }
+  await Promise.all([pubClient.connect(), subClient.connect()]);
+  if (kind === 'redis') io.adapter(createAdapter(pubClient, subClient, { key }));
+  else if (kind === 'sharded') io.adapter(createShardedAdapter(pubClient, subClient, { channelPrefix: key }));
+  else {
+    console.error(`SOCKETIO_ADAPTER must be redis or sharded, got ${JSON.stringify(kind)}`);
+    process.exit(2);
+  }
+}
+
 io.engine.on('connection', (rawSocket) => {
   rawSocket.request = null;
 });
@@ -65,6 +102,14 @@ io.of('/echo').on('connection', (socket) => {
 const roomNsp = io.of('/room');
 roomNsp.on('connection', (socket) => {
   socket.join(ROOM);
+  socket.on(EVENT, (data) => {
+    roomNsp.to(ROOM).emit(EVENT, data);
+  });
+});
+
+// Publishers of the cross-node scenario: their messages go to /room's room,
+// on this node and (through the adapter) on every other one.
+io.of('/publish').on('connection', (socket) => {
   socket.on(EVENT, (data) => {
     roomNsp.to(ROOM).emit(EVENT, data);
   });
@@ -94,6 +139,7 @@ httpServer.listen(port, '127.0.0.1', () => {
 
 function stop() {
   io.close();
+  for (const client of redisClients) client.disconnect().catch(() => {});
   process.exit(0);
 }
 process.on('SIGTERM', stop);

@@ -7,6 +7,9 @@
 //   /channels  the first message is `join:<channel>`: subscribe and answer
 //              `joined`. Every later message goes back to the sender, then
 //              to the channel's other members (ws.publish excludes the sender).
+//   /publish   (cross-node) subscribes to nothing; every message is
+//              published to `room`, as on /room: with a broker (REDIS_URL in
+//              switchboard.mjs) it reaches `room`'s subscribers on every server.
 //
 // Route settings, the same on the three routes (see SCENARIOS.md: what a
 // competent user would choose for a benchmark):
@@ -52,6 +55,13 @@ export default defineApp((app) => {
     open(ws) {
       ws.subscribe(ROOM);
     },
+    message(ws, data, isBinary) {
+      app.publish(ROOM, data, { binary: isBinary });
+    },
+  });
+
+  endpoint('/publish', {
+    ...routeOptions,
     message(ws, data, isBinary) {
       app.publish(ROOM, data, { binary: isBinary });
     },

@@ -13,6 +13,12 @@
 //               server's, 'batch'); 'normal' for A/B runs.
 //   SWITCHBOARD_TRANSPORT  'sockjs': the endpoints are SockJS services
 //               (switchboard-app.mjs), for the `sockjs` framing.
+//   REDIS_URL   scale-out through Redis (the cross-node scenario): the
+//               server's `broker` is { redis: REDIS_URL, ...BROKER_OPTIONS }.
+//   BROKER_OPTIONS  more broker options, as JSON (default {}): the runner
+//               passes each cross-node variant's `broker` field from
+//               harness/servers.mjs, so a variant (history on, say) is one
+//               entry there and nothing here.
 // The defaults are 1 and 1, not the core count, because the runner gives
 // each server one core (taskset): more threads would only contend for it.
 //
@@ -37,6 +43,19 @@ function intFromEnv(name, fallback) {
   return value;
 }
 
+/** The `broker` option: none without REDIS_URL. */
+function brokerFromEnv() {
+  if (!process.env.REDIS_URL) return undefined;
+  let more = {};
+  try {
+    more = JSON.parse(process.env.BROKER_OPTIONS || '{}');
+  } catch (err) {
+    console.error(`BROKER_OPTIONS must be JSON: ${err.message}`);
+    process.exit(2);
+  }
+  return { redis: process.env.REDIS_URL, ...more };
+}
+
 const port = intFromEnv('PORT', 0);
 const server = new Server({
   app: new URL('./switchboard-app.mjs', import.meta.url),
@@ -44,6 +63,7 @@ const server = new Server({
   ioThreads: intFromEnv('IO_THREADS', 1),
   ioThreadScheduling: process.env.IO_SCHEDULING || undefined,
   maxConnections: 1_000_000,
+  broker: brokerFromEnv(),
 });
 
 // A run that fails shows why in the server's output (the harness keeps its tail).

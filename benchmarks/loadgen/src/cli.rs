@@ -5,11 +5,14 @@ use crate::payload::MIN_PAYLOAD;
 use crate::protocols::Protocol;
 
 pub const USAGE: &str = "\
-usage: switchboard-loadgen --port <P> --scenario echo|room|channels|idle
+usage: switchboard-loadgen --port <P> --scenario echo|room|channels|idle|fanout
     [--host 127.0.0.1] [--protocol ws|socketio|sockjs|sockjs-xhr-streaming]   (default ws)
     [--connections N] [--payload BYTES]                      (default 100, 32)
     [--in-flight K]                 echo and channels: messages in flight per connection (default 1)
-    [--rates R1,R2,...]             room: steps, each an aggregate send rate (messages/s over all clients)
+    [--rates R1,R2,...]             room, fanout: steps, each an aggregate send rate (messages/s over all senders)
+    [--publishers M]                fanout: M clients on /publish send (paced), the --connections on /room only
+                                    receive (default 10)
+    [--publish-port P]              fanout: the publishers' server port (default: --port, the same server)
     [--stop-mean-latency-ms MS]     room: stop after the first step whose mean latency is above MS (default 200)
     [--warmup SECS] [--duration SECS]   per step (defaults 1 and 5; fractions allowed)
     [--channel-size 10]             channels: connections per channel
@@ -24,6 +27,10 @@ pub enum Scenario {
     Room,
     Channels,
     Idle,
+    /// The room's open loop with senders and receivers apart: publishers on
+    /// `/publish` (possibly another server: `--publish-port`) and
+    /// subscribers on `/room` that send nothing.
+    Fanout,
 }
 
 impl Scenario {
@@ -33,6 +40,7 @@ impl Scenario {
             Scenario::Room => "room",
             Scenario::Channels => "channels",
             Scenario::Idle => "idle",
+            Scenario::Fanout => "fanout",
         }
     }
 
@@ -40,11 +48,14 @@ impl Scenario {
     pub fn endpoint(self) -> &'static str {
         match self {
             Scenario::Echo | Scenario::Idle => "echo",
-            Scenario::Room => "room",
+            Scenario::Room | Scenario::Fanout => "room",
             Scenario::Channels => "channels",
         }
     }
 }
+
+/// fanout: the publishers' endpoint.
+pub const PUBLISH_ENDPOINT: &str = "publish";
 
 /// How a client reaches the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +89,10 @@ pub struct Config {
     pub server_pid: Option<u32>,
     pub source_addrs: u32,
     pub connect_concurrency: usize,
+    /// fanout: clients that send, before the `connections` that receive.
+    pub publishers: usize,
+    /// fanout: the publishers' port (None: `port`).
+    pub publish_port: Option<u16>,
 }
 
 impl Config {
@@ -86,6 +101,21 @@ impl Config {
         match self.transport {
             Transport::WebSocket => self.protocol.name(),
             Transport::XhrStreaming => "sockjs-xhr-streaming",
+        }
+    }
+
+    /// Clients in all: the receivers (`connections`) and, in fanout, the
+    /// publishers (indexes `0..publishers`, opened first).
+    pub fn clients(&self) -> usize {
+        self.connections + self.senders_apart()
+    }
+
+    /// fanout's publishers; 0 in the other scenarios, whose clients all send.
+    pub fn senders_apart(&self) -> usize {
+        if self.scenario == Scenario::Fanout {
+            self.publishers
+        } else {
+            0
         }
     }
 
@@ -142,6 +172,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Config, CliError
         server_pid: None,
         source_addrs: 8,
         connect_concurrency: 256,
+        publishers: 10,
+        publish_port: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -170,6 +202,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Config, CliError
                     "room" => Scenario::Room,
                     "channels" => Scenario::Channels,
                     "idle" => Scenario::Idle,
+                    "fanout" => Scenario::Fanout,
                     _ => return Err(CliError::Bad(format!("--scenario: unknown scenario {v:?}"))),
                 })
             }
@@ -198,6 +231,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Config, CliError
             "--server-pid" => cfg.server_pid = Some(value(f, &v)?),
             "--source-addrs" => cfg.source_addrs = value(f, &v)?,
             "--connect-concurrency" => cfg.connect_concurrency = value(f, &v)?,
+            "--publishers" => cfg.publishers = value(f, &v)?,
+            "--publish-port" => cfg.publish_port = Some(value(f, &v)?),
             _ => return Err(CliError::Bad(format!("unknown option {flag}"))),
         }
     }
@@ -226,8 +261,19 @@ fn validate(cfg: &Config) -> Result<(), CliError> {
     if cfg.in_flight == 0 {
         return bad("--in-flight must be at least 1");
     }
-    if cfg.scenario == Scenario::Room && cfg.rates.is_empty() {
-        return bad("room needs --rates R1,R2,...");
+    if matches!(cfg.scenario, Scenario::Room | Scenario::Fanout) && cfg.rates.is_empty() {
+        return bad("room and fanout need --rates R1,R2,...");
+    }
+    if cfg.scenario == Scenario::Fanout {
+        if cfg.publishers == 0 {
+            return bad("--publishers must be at least 1");
+        }
+        if cfg.publish_port == Some(0) {
+            return bad("--publish-port must be a port number (1-65535)");
+        }
+        if cfg.transport == Transport::XhrStreaming {
+            return bad("fanout runs over WebSocket only");
+        }
     }
     if cfg.rates.iter().any(|r| !r.is_finite() || *r <= 0.0) {
         return bad("--rates must be positive numbers");
@@ -336,6 +382,30 @@ mod tests {
             (ws.transport, ws.sockets_per_client()),
             (Transport::WebSocket, 1)
         );
+    }
+
+    #[test]
+    fn fanout() {
+        let c = parse(args(
+            "--port 9000 --scenario fanout --rates 10,20 --connections 100 --publish-port 9001",
+        ))
+        .unwrap();
+        assert_eq!(c.scenario.endpoint(), "room");
+        assert_eq!((c.publishers, c.publish_port), (10, Some(9001)));
+        assert_eq!((c.clients(), c.senders_apart()), (110, 10));
+        let room = parse(args("--port 9000 --scenario room --rates 10")).unwrap();
+        assert_eq!(
+            (room.clients(), room.senders_apart(), room.publish_port),
+            (100, 0, None)
+        );
+        for bad in [
+            "--port 9000 --scenario fanout",
+            "--port 9000 --scenario fanout --rates 10 --publishers 0",
+            "--port 9000 --scenario fanout --rates 10 --publish-port 0",
+            "--port 9000 --scenario fanout --rates 10 --protocol sockjs-xhr-streaming",
+        ] {
+            assert!(matches!(parse(args(bad)), Err(CliError::Bad(_))), "{bad}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use mio::Events;
 
-use crate::cli::Config;
+use crate::cli::{Config, PUBLISH_ENDPOINT};
 use crate::conn::{pump, Conn, Phase, ReadEnd};
 use crate::dispatch::{self, ConnParts, Ctx, Stop};
 use crate::engine_core::{
@@ -27,6 +27,9 @@ pub struct Engine {
     port: u16,
     conns: Vec<Conn>,
     codec: Codec,
+    /// fanout: the publishers' framing (endpoint `/publish`), their port,
+    /// and how many they are (clients `0..publishers`).
+    publish: Option<(Codec, u16, usize)>,
 }
 
 impl Engine {
@@ -35,9 +38,29 @@ impl Engine {
             core: EngineCore::new(cfg, server, CONNECTIONS)?,
             host: cfg.host.clone(),
             port: cfg.port,
-            conns: (0..cfg.connections).map(|_| Conn::new()).collect(),
+            conns: (0..cfg.clients()).map(|_| Conn::new()).collect(),
             codec: Codec::new(cfg.protocol, cfg.scenario.endpoint()),
+            publish: (cfg.senders_apart() > 0).then(|| {
+                (
+                    Codec::new(cfg.protocol, PUBLISH_ENDPOINT),
+                    cfg.publish_port.unwrap_or(cfg.port),
+                    cfg.senders_apart(),
+                )
+            }),
         })
+    }
+}
+
+/// Client `idx`'s framing: a publisher's in fanout, else the scenario's.
+#[inline]
+fn codec_of<'a>(
+    codec: &'a Codec,
+    publish: &'a Option<(Codec, u16, usize)>,
+    idx: usize,
+) -> &'a Codec {
+    match publish {
+        Some((c, _, n)) if idx < *n => c,
+        _ => codec,
     }
 }
 
@@ -74,10 +97,14 @@ impl Load for Engine {
 
     fn start_closed_loop(&mut self) {
         let Engine {
-            core, conns, codec, ..
+            core,
+            conns,
+            codec,
+            publish,
+            ..
         } = self;
         core.start_closed_loop(conns, |core, conn, idx, now| {
-            send_load(core, codec, conn, idx, now)
+            send_load(core, codec_of(codec, publish, idx), conn, idx, now)
         });
     }
 
@@ -123,8 +150,13 @@ impl Engine {
 
     fn on_readable(&mut self, idx: usize) {
         let Engine {
-            core, conns, codec, ..
+            core,
+            conns,
+            codec,
+            publish,
+            ..
         } = self;
+        let codec = codec_of(codec, publish, idx);
         let EngineCore {
             scratch,
             rng,
@@ -192,19 +224,25 @@ impl Engine {
             return;
         };
         let conn = &mut self.conns[idx];
-        self.codec
-            .write_message(&mut conn.out.buf, &mut self.core.rng, join.len(), |b| {
-                b.extend_from_slice(join.as_bytes())
-            });
+        codec_of(&self.codec, &self.publish, idx).write_message(
+            &mut conn.out.buf,
+            &mut self.core.rng,
+            join.len(),
+            |b| b.extend_from_slice(join.as_bytes()),
+        );
         dispatch::queue_flush(&mut conn.out, &mut self.core.dirty, idx as u32);
     }
 
     fn pace(&mut self, now: u64) {
         let Engine {
-            core, conns, codec, ..
+            core,
+            conns,
+            codec,
+            publish,
+            ..
         } = self;
         core.pace(conns, now, |core, conn, idx, now| {
-            send_load(core, codec, conn, idx, now)
+            send_load(core, codec_of(codec, publish, idx), conn, idx, now)
         });
     }
 

@@ -95,6 +95,10 @@ pub struct EngineCore {
     pub poll: Poll,
     pub clock: Clock,
     dest: SocketAddr,
+    /// fanout: where the publishers (clients `0..senders`) connect.
+    publish_dest: SocketAddr,
+    /// fanout: only clients `0..senders` send (paced); 0: every client does.
+    senders: usize,
     source_addrs: u32,
     concurrency: usize,
     scenario: Scenario,
@@ -131,11 +135,14 @@ pub struct EngineCore {
 
 impl EngineCore {
     pub fn new(cfg: &Config, server: Option<Proc>, noun: Noun) -> Result<EngineCore, String> {
-        let dest = destination(cfg)?;
+        let dest = destination(cfg, cfg.port)?;
+        let publish_dest = destination(cfg, cfg.publish_port.unwrap_or(cfg.port))?;
         Ok(EngineCore {
             poll: Poll::new().map_err(|e| format!("epoll: {e}"))?,
             clock: Clock(Instant::now()),
             dest,
+            publish_dest,
+            senders: cfg.senders_apart(),
             source_addrs: cfg.source_addrs,
             concurrency: cfg.connect_concurrency,
             scenario: cfg.scenario,
@@ -148,7 +155,7 @@ impl EngineCore {
             stats: Stats::new(),
             dirty: Vec::new(),
             again: Vec::new(),
-            queue: (0..cfg.connections as u32).collect(),
+            queue: (0..cfg.clients() as u32).collect(),
             retry: VecDeque::new(),
             opening: 0,
             ready: 0,
@@ -234,13 +241,22 @@ impl EngineCore {
     /// readiness as `token`.
     pub fn connect(&self, idx: usize, token: Token) -> Result<TcpStream, Stop> {
         let source = net::source_addr(idx, self.source_addrs);
-        let mut stream = net::open(self.dest, source)
+        let mut stream = net::open(self.dest_of(idx), source)
             .map_err(|e| Stop::Closed(net::connect_error(source, &e)))?;
         self.poll
             .registry()
             .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
             .map_err(|e| Stop::Closed(format!("epoll registration failed: {e}")))?;
         Ok(stream)
+    }
+
+    /// Where client `idx` connects: fanout's publishers to `--publish-port`.
+    pub fn dest_of(&self, idx: usize) -> SocketAddr {
+        if idx < self.senders {
+            self.publish_dest
+        } else {
+            self.dest
+        }
     }
 
     /// Client `idx` can carry messages now. Returns what it says first, if
@@ -281,7 +297,7 @@ impl EngineCore {
             if *attempts >= MAX_ATTEMPTS {
                 self.fatal = Some(format!(
                     "could not open {one} {idx} {to} {} after {MAX_ATTEMPTS} attempts: {why}",
-                    self.dest
+                    self.dest_of(idx)
                 ));
                 return false;
             }
@@ -325,7 +341,7 @@ impl EngineCore {
     }
 
     /// Open loop: the messages due by `now`, one each to the ready clients
-    /// in turn; a client with more than BACKLOG_CAP unsent is skipped (and
+    /// in turn (in fanout the publishers only, clients `0..senders`); a client with more than BACKLOG_CAP unsent is skipped (and
     /// counted), so that a slow server cannot make the load generator
     /// buffer without bound. `send` as in `start_closed_loop`.
     pub fn pace<C: LoadClient>(
@@ -343,7 +359,17 @@ impl EngineCore {
         if self.ready == 0 {
             return;
         }
-        let n = clients.len();
+        let n = match self.senders {
+            0 => clients.len(),
+            // A few publishers: looking for an open one costs nothing.
+            m => {
+                let m = m.min(clients.len());
+                if !clients[..m].iter().any(|c| c.is_ready()) {
+                    return;
+                }
+                m
+            }
+        };
         for _ in 0..due {
             // Round robin over the clients still open.
             while !clients[self.rr].is_ready() {
@@ -393,8 +419,8 @@ pub fn for_each_queued<E>(
 
 /// The server's address: its first IPv4 one when the clients bind
 /// 127.0.0.x source addresses, any with `--source-addrs 0`.
-fn destination(cfg: &Config) -> Result<SocketAddr, String> {
-    let dest = (cfg.host.as_str(), cfg.port)
+fn destination(cfg: &Config, port: u16) -> Result<SocketAddr, String> {
+    let dest = (cfg.host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {}: {e}", cfg.host))?
         .find(|a| a.is_ipv4() || cfg.source_addrs == 0)

@@ -42,7 +42,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(msg) = sys::fit_sockets(cfg.connections, cfg.sockets_per_client()) {
+    if let Err(msg) = sys::fit_sockets(cfg.clients(), cfg.sockets_per_client()) {
         eprintln!("error: {msg}");
         return ExitCode::from(2);
     }

@@ -64,7 +64,7 @@ fn step(
     Step {
         scenario: cfg.scenario.name(),
         protocol: cfg.protocol_name(),
-        connections: cfg.connections,
+        connections: engine.total(),
         connected: engine.ready(),
         payload: cfg.payload,
         in_flight: closed_loop.then_some(cfg.in_flight),
@@ -147,6 +147,14 @@ pub fn run(cfg: &Config) -> Result<(), String> {
         cfg.scenario.endpoint(),
         cfg.protocol_name()
     );
+    if cfg.senders_apart() > 0 {
+        eprintln!(
+            "progress: and {} publishers to {}:{} (/publish)",
+            cfg.senders_apart(),
+            cfg.host,
+            cfg.publish_port.unwrap_or(cfg.port)
+        );
+    }
     match cfg.transport {
         Transport::WebSocket => drive(cfg, Engine::new(cfg, server)?, server, rss_before),
         Transport::XhrStreaming => drive(
@@ -191,12 +199,16 @@ fn drive(
             eprintln!("progress: channels: {}", summary(&s));
             emit(&s);
         }
-        Scenario::Room => {
+        Scenario::Room | Scenario::Fanout => {
             let limit_us = cfg.stop_mean_latency_ms * 1000.0;
             for &rate in &cfg.rates {
                 engine.set_rate(rate);
                 let s = measure(&mut engine, cfg, server, Some(rate))?;
-                eprintln!("progress: room at {rate} msg/s: {}", summary(&s));
+                eprintln!(
+                    "progress: {} at {rate} msg/s: {}",
+                    cfg.scenario.name(),
+                    summary(&s)
+                );
                 emit(&s);
                 // A step that delivered nothing is past saturation too.
                 if s.latency.mean_us.is_none_or(|m| m > limit_us) {

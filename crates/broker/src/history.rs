@@ -21,17 +21,22 @@ use switchboard_runtime::history::{HistoryPage, QueryError, Stored};
 use switchboard_runtime::Position;
 
 use crate::cluster::ClusterReader;
-use crate::{wire, Append, BrokerConfig, Outgoing};
+use crate::{wire, BrokerConfig, Outgoing};
 
-/// Append a message to a channel's history and publish it, as one step.
+/// Append messages to a channel's history and publish them, as one step.
 ///
-/// KEYS: the stream, the meta hash. ARGV: the Redis channel, the message's
-/// head (`wire::head` with the position bit), the payload, the history's
-/// size, its TTL and the meta hash's TTL (seconds), an epoch to take if
-/// the channel has none (8 bytes), and the command that publishes
+/// KEYS: the stream, the meta hash. ARGV: the Redis channel, the
+/// history's size, its TTL and the meta hash's TTL (seconds), an epoch to
+/// take if the channel has none (8 bytes), the command that publishes
 /// (`PUBLISH` on standalone servers, `SPUBLISH` in a cluster, where the
 /// Redis channel `<prefix>{c}` shares the keys' slot, so the script stays
-/// single-slot). Returns the offset.
+/// single-slot), then each message as two arguments: its head
+/// (`wire::head` with the position bit) and its payload. Returns the last
+/// offset.
+///
+/// Several messages per call: a script call costs Redis more than the
+/// commands it runs, so a run of publishes to one channel shares one call
+/// (the offsets, the stream and the pub/sub order stay one order).
 ///
 /// A missing meta hash means the history was lost (expired, flushed,
 /// evicted): the channel starts a new epoch and any stream left over is
@@ -40,22 +45,27 @@ use crate::{wire, Append, BrokerConfig, Outgoing};
 pub(crate) const PUBLISH: &str = r"
 local epoch = redis.call('HGET', KEYS[2], 'e')
 if not epoch then
-  epoch = ARGV[7]
+  epoch = ARGV[5]
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[2], 'e', epoch)
 end
-local offset = redis.call('HINCRBY', KEYS[2], 'o', 1)
-local bytes, n = {}, offset
-for i = 8, 1, -1 do
-  bytes[i] = n % 256
-  n = math.floor(n / 256)
+local count = (#ARGV - 6) / 2
+local last = redis.call('HINCRBY', KEYS[2], 'o', count)
+local bytes = {}
+for i = 0, count - 1 do
+  local offset = last - count + 1 + i
+  local n = offset
+  for b = 8, 1, -1 do
+    bytes[b] = n % 256
+    n = math.floor(n / 256)
+  end
+  local message = ARGV[7 + 2 * i] .. epoch .. string.char(unpack(bytes)) .. ARGV[8 + 2 * i]
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], string.format('%d-0', offset), 'm', message)
+  redis.call(ARGV[6], ARGV[1], message)
 end
-local message = ARGV[2] .. epoch .. string.char(unpack(bytes)) .. ARGV[3]
-redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], string.format('%d-0', offset), 'm', message)
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-redis.call('EXPIRE', KEYS[2], ARGV[6])
-redis.call(ARGV[8], ARGV[1], message)
-return offset
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return last
 ";
 
 /// Read a page of a channel's history with its position.
@@ -106,30 +116,60 @@ impl Publish {
     }
 }
 
-/// Add to `pipe` the call of the append script for one publish: an
-/// `EVALSHA` (the script is loaded on every new command connection,
-/// `load_publish_script`).
+/// Add to `pipe` one call of the append script for a run of publishes to
+/// one channel (`run`: non-empty, each with its `Append`, all of one
+/// channel): an `EVALSHA` (the script is loaded on every new command
+/// connection, `load_publish_script`).
 pub(crate) fn append(
     pipe: &mut redis::Pipeline,
-    outgoing: &Outgoing,
-    append: &Append,
+    run: &[&Outgoing],
     config: &BrokerConfig,
     publish: Publish,
 ) {
-    pipe.cmd("EVALSHA")
+    let (Some(first), Some(append)) = (run.first(), run.first().and_then(|o| o.history.as_ref()))
+    else {
+        return;
+    };
+    let command = pipe
+        .cmd("EVALSHA")
         .arg(PUBLISH_SCRIPT.get_hash())
         .arg(2)
         .arg(&append.keys[0])
         .arg(&append.keys[1])
-        .arg(&outgoing.channel)
-        .arg(&append.head)
-        .arg(&outgoing.message)
+        .arg(&first.channel)
         .arg(append.size)
         .arg(append.ttl)
         .arg(config.history_meta_ttl.as_secs().max(1))
         .arg(&append.epoch[..])
         .arg(publish.command());
+    for outgoing in run {
+        if let Some(append) = &outgoing.history {
+            command.arg(&append.head).arg(&outgoing.message);
+        }
+    }
 }
+
+/// The end of the run of publishes starting at `batch[start]` that one
+/// append call can take: consecutive, with history, to the same channel,
+/// at most `HISTORY_RUN`. Nothing is reordered: a run ends at the first
+/// publish of another kind or channel.
+pub(crate) fn run_end(batch: &[Outgoing], start: usize) -> usize {
+    let channel = &batch[start].channel;
+    let mut end = start + 1;
+    while end < batch.len()
+        && end - start < HISTORY_RUN
+        && batch[end].history.is_some()
+        && batch[end].channel == *channel
+    {
+        end += 1;
+    }
+    end
+}
+
+/// Publishes per append call, at most: enough to amortise the script's
+/// call, few enough that one call stays short (Redis runs nothing else
+/// meanwhile).
+const HISTORY_RUN: usize = 64;
 
 /// Load the append script on a new command connection, so pipelines can
 /// call it by its hash (a restarted Redis, or a new master, has not got

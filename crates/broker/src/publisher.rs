@@ -88,16 +88,20 @@ pub(crate) async fn run(
                 break;
             }
             let mut pipe = redis::pipe();
-            for outgoing in &batch {
-                match &outgoing.history {
-                    None => {
-                        pipe.cmd("PUBLISH")
-                            .arg(&outgoing.channel)
-                            .arg(&outgoing.message);
-                    }
-                    Some(append) => {
-                        history::append(&mut pipe, outgoing, append, &config, Publish::Classic)
-                    }
+            let mut next = 0;
+            while next < batch.len() {
+                let outgoing = &batch[next];
+                if outgoing.history.is_none() {
+                    pipe.cmd("PUBLISH")
+                        .arg(&outgoing.channel)
+                        .arg(&outgoing.message);
+                    next += 1;
+                } else {
+                    // A run of publishes to one history channel: one call.
+                    let end = history::run_end(&batch, next);
+                    let run: Vec<&Outgoing> = batch[next..end].iter().collect();
+                    history::append(&mut pipe, &run, &config, Publish::Classic);
+                    next = end;
                 }
                 pipe.ignore();
             }

@@ -34,8 +34,12 @@ impl Engine {
             Err(e) => return self.close(idx, Stop::Closed(format!("connect: {e}"))),
         }
         let core = &mut self.core;
-        let path = self.codec.path(&mut core.rng);
-        let upgrade = handshake::request(&self.host, self.port, &path, &mut core.rng);
+        let (codec, port) = match &self.publish {
+            Some((c, port, n)) if idx < *n => (c, *port),
+            _ => (&self.codec, self.port),
+        };
+        let path = codec.path(&mut core.rng);
+        let upgrade = handshake::request(&self.host, port, &path, &mut core.rng);
         conn.out.buf.extend_from_slice(&upgrade.request);
         conn.phase = Phase::Upgrading {
             accept: upgrade.expected_accept,

@@ -1,10 +1,12 @@
 //! The WebSocket engine against an in-process echo server on port 0 (plain
 //! `ws`): every connection opens, a closed loop keeps exactly its messages
-//! in flight, and paced sends come back one for one. What the scenarios do
-//! with the engine, without a server process or the runner.
+//! in flight, paced sends come back one for one, and fanout's publishers
+//! and receivers go to their own servers and endpoints. What the scenarios
+//! do with the engine, without a server process or the runner.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use super::Engine;
@@ -12,16 +14,23 @@ use crate::cli;
 use crate::handshake;
 use crate::load::Load;
 
-/// Answers the upgrade, then sends every data frame back unmasked, until
-/// the client goes.
-fn serve(conn: TcpStream) {
+/// The request lines of the upgrades a server answered.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// Answers the upgrade (noting its request line in `seen`), then sends
+/// every data frame back unmasked, until the client goes.
+fn serve(conn: TcpStream, seen: Seen) {
     let mut w = conn.try_clone().unwrap();
     let mut r = BufReader::new(conn);
     let mut key = String::new();
+    let mut first = true;
     loop {
         let mut line = String::new();
         if r.read_line(&mut line).unwrap_or(0) == 0 {
             return;
+        }
+        if std::mem::take(&mut first) {
+            seen.lock().unwrap().push(line.trim_end().to_string());
         }
         if let Some(v) = line.strip_prefix("Sec-WebSocket-Key:") {
             key = v.trim().to_string();
@@ -77,15 +86,24 @@ fn serve(conn: TcpStream) {
     }
 }
 
-/// An engine connected to a fresh echo server; `args` name the scenario.
-fn connected(args: &str) -> Engine {
+/// A fresh echo server: its port and what it was asked.
+fn echo_server() -> (u16, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let seen = Seen::default();
+    let kept = seen.clone();
     thread::spawn(move || {
         for conn in listener.incoming().flatten() {
-            thread::spawn(move || serve(conn));
+            let seen = kept.clone();
+            thread::spawn(move || serve(conn, seen));
         }
     });
+    (port, seen)
+}
+
+/// An engine connected to a fresh echo server; `args` name the scenario.
+fn connected(args: &str) -> Engine {
+    let (port, _) = echo_server();
     let args = format!("--port {port} --connections 5 {args}");
     let cfg = cli::parse(args.split_whitespace().map(String::from)).unwrap();
     let mut engine = Engine::new(&cfg, None).unwrap();
@@ -120,6 +138,41 @@ fn paced_sends_come_back() {
     // due after the deadline.
     assert!((995..=1100).contains(&stats.sent), "{} sent", stats.sent);
     // Only the last ones, still on their way back, may be missing.
+    assert!(
+        stats.received <= stats.sent && stats.received + 100 >= stats.sent,
+        "{} of {} back",
+        stats.received,
+        stats.sent
+    );
+}
+
+#[test]
+fn fanout_publishers_and_receivers_apart() {
+    let (receivers_port, receivers_seen) = echo_server();
+    let (publish_port, publish_seen) = echo_server();
+    let args = format!(
+        "--port {receivers_port} --publish-port {publish_port} --connections 5 --publishers 2 \
+         --scenario fanout --rates 1000"
+    );
+    let cfg = cli::parse(args.split_whitespace().map(String::from)).unwrap();
+    let mut engine = Engine::new(&cfg, None).unwrap();
+    engine.connect_all().unwrap();
+    assert_eq!(engine.ready(), 7);
+    let paths = |seen: &Seen| {
+        let mut v = seen.lock().unwrap().clone();
+        v.sort();
+        v
+    };
+    assert_eq!(paths(&receivers_seen), vec!["GET /room HTTP/1.1"; 5]);
+    assert_eq!(paths(&publish_seen), vec!["GET /publish HTTP/1.1"; 2]);
+    engine.stats_mut().measuring = true;
+    engine.set_rate(1000.0);
+    engine.run_for(0.5).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.errors, Default::default());
+    assert!((495..=600).contains(&stats.sent), "{} sent", stats.sent);
+    // Only the publishers send (the echo server returns each message to its
+    // sender alone): one message back per message sent, none from receivers.
     assert!(
         stats.received <= stats.sent && stats.received + 100 >= stats.sent,
         "{} of {} back",

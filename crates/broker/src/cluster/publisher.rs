@@ -231,8 +231,10 @@ async fn send(
                                 .arg(&outgoing.channel)
                                 .arg(&outgoing.message);
                         }
-                        Some(append) => {
-                            history::append(&mut pipe, outgoing, append, config, Publish::Sharded)
+                        // One publish per call here: the redirects are
+                        // answered per command, so per publish.
+                        Some(_) => {
+                            history::append(&mut pipe, &[outgoing], config, Publish::Sharded)
                         }
                     }
                 }
