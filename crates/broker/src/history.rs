@@ -106,10 +106,28 @@ impl Publish {
     }
 }
 
+/// Add to `pipe` one publish: a plain `PUBLISH`/`SPUBLISH`, or for a
+/// channel with history the call of the append script (`append`).
+pub(crate) fn publish(
+    pipe: &mut redis::Pipeline,
+    outgoing: &Outgoing,
+    config: &BrokerConfig,
+    publish: Publish,
+) {
+    match &outgoing.history {
+        None => {
+            pipe.cmd(publish.command())
+                .arg(&outgoing.channel)
+                .arg(&outgoing.message);
+        }
+        Some(entry) => append(pipe, outgoing, entry, config, publish),
+    }
+}
+
 /// Add to `pipe` the call of the append script for one publish: an
 /// `EVALSHA` (the script is loaded on every new command connection,
 /// `load_publish_script`).
-pub(crate) fn append(
+fn append(
     pipe: &mut redis::Pipeline,
     outgoing: &Outgoing,
     append: &Append,

@@ -33,6 +33,7 @@ mod nodes;
 pub mod presence;
 mod probe;
 mod publisher;
+mod queues;
 mod sessions;
 mod shard;
 pub mod slot;

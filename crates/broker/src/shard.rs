@@ -4,7 +4,6 @@
 //! server, each with its own queue, reconnection and back-off, so a server
 //! that is down costs only its own channels.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use switchboard_pubsub::ChannelChange;
@@ -14,6 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::history::{Epochs, Reader};
 use crate::nodes::{self, Nodes};
+use crate::queues::Queues;
 use crate::{publisher, subscriber, Append, BrokerConfig, Command, Outgoing, Shared};
 use switchboard_runtime::{Destination, NodeCommand};
 
@@ -22,8 +22,7 @@ pub(crate) struct Shard {
     pub(crate) shared: Arc<Shared>,
     /// Reads the histories of this server's channels.
     pub(crate) reader: Arc<Reader>,
-    publishes: mpsc::Sender<Outgoing>,
-    commands: mpsc::UnboundedSender<Command>,
+    queues: Queues,
 }
 
 /// The broker thread's side of one server: what its tasks need.
@@ -52,26 +51,21 @@ impl Shard {
             nodes: nodes.clone(),
             ..Shared::default()
         });
-        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
-        // Unbounded on purpose: a registry change cannot be refused (it is
-        // reported under the registry's lock, which must not wait), and the
-        // task coalesces them; there is at most one entry per change.
-        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (queues, receivers) = Queues::new(config);
         let reader = Arc::new(Reader::new(client.clone(), config.clone(), epochs.clone()));
         let tasks = ShardTasks {
             client,
             shared: shared.clone(),
             reader: reader.clone(),
             home,
-            publishes: publish_rx,
-            commands: command_rx,
+            publishes: receivers.publishes,
+            commands: receivers.commands,
         };
         Ok((
             Self {
                 shared,
                 reader,
-                publishes,
-                commands,
+                queues,
             },
             tasks,
         ))
@@ -85,19 +79,7 @@ impl Shard {
         message: Vec<u8>,
         history: Option<Box<Append>>,
     ) -> Result<(), BridgeError> {
-        if !self.shared.available() {
-            return Err(BridgeError::Unavailable);
-        }
-        let outgoing = Outgoing {
-            channel,
-            message,
-            history,
-            ticket: self.shared.requested.load(Ordering::Acquire),
-        };
-        self.publishes.try_send(outgoing).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
-            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
-        })
+        self.queues.publish(&self.shared, channel, message, history)
     }
 
     /// Operations on other nodes' connections, on this (the home) shard's
@@ -107,29 +89,18 @@ impl Shard {
         config: &BrokerConfig,
         commands: &[(Destination, NodeCommand<'_>)],
     ) -> Result<(), BridgeError> {
-        nodes::forward(config, &self.shared, &self.publishes, commands)
+        nodes::forward(config, &self.shared, self.queues.publishes(), commands)
     }
 
     /// Registry changes of this server's channels, in order.
     pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
-        let joined = changes
-            .iter()
-            .any(|c| matches!(c, ChannelChange::Created(_)));
-        let ticket = if joined {
-            self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            self.shared.requested.load(Ordering::Acquire)
-        };
-        // A closed receiver means the broker stopped: nothing to mirror.
-        let _ = self.commands.send(Command::Changes(changes, ticket));
+        self.queues.channels_changed(&self.shared, changes);
     }
 
     /// Begin the goodbye: refuse new publishes, let the publisher send
     /// what it accepted, and the subscriber unsubscribe.
     pub(crate) fn shutdown(&self) {
-        self.shared.closing.store(true, Ordering::Release);
-        self.shared.close.notify_one();
-        let _ = self.commands.send(Command::Shutdown);
+        self.queues.shutdown(&self.shared);
     }
 }
 

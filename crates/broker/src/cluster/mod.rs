@@ -47,6 +47,7 @@ use switchboard_runtime::{BridgeError, Server};
 use tokio::sync::mpsc;
 
 use crate::history::Epochs;
+use crate::queues::Queues;
 use crate::{slot, Append, BrokerConfig, Command, Outgoing, Shared};
 use map::SlotMap;
 pub(crate) use reader::ClusterReader;
@@ -104,8 +105,7 @@ pub(crate) struct Cluster {
     shared: Arc<ClusterShared>,
     /// Reads the histories, at each channel's master.
     pub(crate) reader: Arc<ClusterReader>,
-    publishes: mpsc::Sender<Outgoing>,
-    commands: mpsc::UnboundedSender<Command>,
+    queues: Queues,
 }
 
 /// The broker thread's side.
@@ -147,9 +147,7 @@ impl Cluster {
             refresh: tokio::sync::Notify::new(),
             view_changed: tokio::sync::Notify::new(),
         });
-        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
-        // Unbounded: see `Shard::new`.
-        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (queues, receivers) = Queues::new(config);
         let reader = Arc::new(ClusterReader::new(
             shared.clone(),
             seed.clone(),
@@ -161,15 +159,14 @@ impl Cluster {
             seed,
             seeds: infos.into_iter().map(|(addr, _)| addr).collect(),
             reader: reader.clone(),
-            publishes: publish_rx,
-            commands: command_rx,
+            publishes: receivers.publishes,
+            commands: receivers.commands,
         };
         Ok((
             Self {
                 shared,
                 reader,
-                publishes,
-                commands,
+                queues,
             },
             tasks,
         ))
@@ -184,9 +181,6 @@ impl Cluster {
         message: Vec<u8>,
         history: Option<Box<Append>>,
     ) -> Result<(), BridgeError> {
-        if !self.shared.base.available() {
-            return Err(BridgeError::Unavailable);
-        }
         {
             // The master of the channel's slot must be reachable both ways:
             // a publish refused now is better than one lost later.
@@ -198,29 +192,12 @@ impl Cluster {
                 _ => return Err(BridgeError::Unavailable),
             }
         }
-        let outgoing = Outgoing {
-            channel,
-            message,
-            history,
-            ticket: self.shared.base.requested.load(Ordering::Acquire),
-        };
-        self.publishes.try_send(outgoing).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
-            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
-        })
+        self.queues
+            .publish(&self.shared.base, channel, message, history)
     }
 
     pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
-        let base = &self.shared.base;
-        let joined = changes
-            .iter()
-            .any(|c| matches!(c, ChannelChange::Created(_)));
-        let ticket = if joined {
-            base.requested.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            base.requested.load(Ordering::Acquire)
-        };
-        let _ = self.commands.send(Command::Changes(changes, ticket));
+        self.queues.channels_changed(&self.shared.base, changes);
     }
 
     /// What the tasks and the callers share (the subscription tickets a
@@ -243,9 +220,7 @@ impl Cluster {
     }
 
     pub(crate) fn shutdown(&self) {
-        self.shared.base.closing.store(true, Ordering::Release);
-        self.shared.base.close.notify_one();
-        let _ = self.commands.send(Command::Shutdown);
+        self.queues.shutdown(&self.shared.base);
     }
 }
 
