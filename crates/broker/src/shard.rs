@@ -9,12 +9,11 @@ use std::sync::{Arc, Weak};
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::stats::Stats;
 use switchboard_runtime::{BridgeError, Server};
-use tokio::sync::mpsc;
 
 use crate::history::{Epochs, Reader};
 use crate::nodes::{self, Nodes};
-use crate::queues::Queues;
-use crate::{publisher, subscriber, Append, BrokerConfig, Command, Outgoing, Shared};
+use crate::queues::{Queues, Receivers};
+use crate::{publisher, subscriber, Append, BrokerConfig, Shared};
 use switchboard_runtime::{Destination, NodeCommand};
 
 /// The callers' side of one server.
@@ -32,8 +31,7 @@ pub(crate) struct ShardTasks {
     reader: Arc<Reader>,
     /// This shard carries the nodes' keys and channels.
     home: bool,
-    publishes: mpsc::Receiver<Outgoing>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    queues: Receivers,
 }
 
 impl Shard {
@@ -58,8 +56,7 @@ impl Shard {
             shared: shared.clone(),
             reader: reader.clone(),
             home,
-            publishes: receivers.publishes,
-            commands: receivers.commands,
+            queues: receivers,
         };
         Ok((
             Self {
@@ -137,7 +134,7 @@ impl ShardTasks {
             config.clone(),
             self.shared.clone(),
             stats,
-            self.publishes,
+            self.queues.publishes,
         ));
         let links = subscriber::Links {
             shared: self.shared.clone(),
@@ -146,7 +143,14 @@ impl ShardTasks {
             publisher,
             home: self.home,
         };
-        subscriber::run(self.client, config.clone(), node, links, self.commands).await;
+        subscriber::run(
+            self.client,
+            config.clone(),
+            node,
+            links,
+            self.queues.commands,
+        )
+        .await;
         if let Some(heartbeat) = heartbeat {
             nodes::leave(&config, &self.shared, heartbeat).await;
         }

@@ -44,11 +44,10 @@ use redis::aio::MultiplexedConnection;
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::stats::Stats;
 use switchboard_runtime::{BridgeError, Server};
-use tokio::sync::mpsc;
 
 use crate::history::Epochs;
-use crate::queues::Queues;
-use crate::{slot, Append, BrokerConfig, Command, Outgoing, Shared};
+use crate::queues::{Queues, Receivers};
+use crate::{slot, Append, BrokerConfig, Shared};
 use map::SlotMap;
 pub(crate) use reader::ClusterReader;
 
@@ -114,8 +113,7 @@ pub(crate) struct ClusterTasks {
     seed: redis::ConnectionInfo,
     seeds: Vec<String>,
     reader: Arc<ClusterReader>,
-    publishes: mpsc::Receiver<Outgoing>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    queues: Receivers,
 }
 
 impl Cluster {
@@ -159,8 +157,7 @@ impl Cluster {
             seed,
             seeds: infos.into_iter().map(|(addr, _)| addr).collect(),
             reader: reader.clone(),
-            publishes: receivers.publishes,
-            commands: receivers.commands,
+            queues: receivers,
         };
         Ok((
             Self {
@@ -237,7 +234,7 @@ impl ClusterTasks {
             self.seed.clone(),
             config.clone(),
             stats,
-            self.publishes,
+            self.queues.publishes,
         ));
         subscriber::run(subscriber::Setup {
             shared: self.shared,
@@ -247,7 +244,7 @@ impl ClusterTasks {
             node,
             server,
             reader: self.reader,
-            commands: self.commands,
+            commands: self.queues.commands,
             publisher,
         })
         .await;

@@ -42,8 +42,8 @@ use switchboard_runtime::stats::Stats;
 use switchboard_runtime::{BridgeError, Server};
 use tokio::sync::mpsc;
 
-use crate::queues::Queues;
-use crate::{BrokerConfig, Command, Outgoing, Shared};
+use crate::queues::{Queues, Receivers};
+use crate::{BrokerConfig, Shared};
 
 /// Commands (PUB, SUB, UNSUB) queued in the client for its connection, at
 /// most: the client's own queue. Publishes are bounded before it by
@@ -68,8 +68,7 @@ pub(crate) struct Nats {
 pub(crate) struct NatsTasks {
     servers: Vec<async_nats::ServerAddr>,
     shared: Arc<Shared>,
-    publishes: mpsc::Receiver<Outgoing>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    queues: Receivers,
 }
 
 impl Nats {
@@ -99,8 +98,7 @@ impl Nats {
         let tasks = NatsTasks {
             servers,
             shared: shared.clone(),
-            publishes: receivers.publishes,
-            commands: receivers.commands,
+            queues: receivers,
         };
         let nats = Self {
             shared,
@@ -182,7 +180,7 @@ impl NatsTasks {
             config.clone(),
             self.shared.clone(),
             stats,
-            self.publishes,
+            self.queues.publishes,
         ));
         subscriber::run(subscriber::Setup {
             client,
@@ -191,7 +189,7 @@ impl NatsTasks {
             server,
             shared: self.shared,
             links: link_rx,
-            commands: self.commands,
+            commands: self.queues.commands,
             publisher,
         })
         .await;
