@@ -2,39 +2,21 @@
 // own setup script (Debian's package, once per test process), started on a
 // free port of 127.0.0.1 in a temporary directory with persistence off,
 // stopped (and restartable on the same port) by the test.
-import assert from 'node:assert/strict';
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { freePort, kill, runSetup, spawnAnswering } from './service.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const run = promisify(execFile);
 let installed = false;
 
 /** Runs scripts/setup-redis.sh (a no-op once redis-server is there). */
 export function ensureRedis() {
   if (installed) return;
-  const setup = spawnSync('bash', [path.join(root, 'scripts', 'setup-redis.sh')], {
-    cwd: root,
-    encoding: 'utf8',
-    timeout: 10 * 60_000,
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-  });
-  assert.equal(setup.status, 0, `scripts/setup-redis.sh failed:\n${setup.stdout}\n${setup.stderr}${setup.error ?? ''}`);
+  runSetup('setup-redis.sh');
   installed = true;
-}
-
-/** A port nobody listens on right now. */
-async function freePort() {
-  const probe = net.createServer();
-  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 export class RedisServer {
@@ -47,29 +29,16 @@ export class RedisServer {
 
   /** Start (or start again, on the same port) and wait until it answers. */
   async start() {
-    this.process = spawn(
+    this.process = await spawnAnswering(
       'redis-server',
       ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--loglevel', 'warning'],
-      { stdio: 'ignore' },
+      { name: 'redis-server', port: this.port, answers: async () => (await this.cli('PING')) === 'PONG' },
     );
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      try {
-        if ((await this.cli('PING')) === 'PONG') return;
-      } catch {}
-      assert.ok(Date.now() < deadline, `redis-server did not answer on port ${this.port}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
   }
 
   /** Stop it (SIGKILL: a crash, not a goodbye) and wait for the exit. */
   async stop() {
-    const child = this.process;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    child.kill('SIGCONT'); // a paused one dies only once it runs
-    await exited;
+    await kill(this.process);
     this.process = null;
   }
 

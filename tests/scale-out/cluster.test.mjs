@@ -3,7 +3,7 @@
 // channel `c` is the sharded channel `<prefix>{c}` on its slot's master.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { cli, collect, movableClient, readonly, sleep, startCluster, startClusterNode, until, wsClient } from './helpers.mjs';
+import { cli, collect, movableClient, readonly, recoverAcrossNodes, sleep, startCluster, startClusterNode, until, wsClient } from './helpers.mjs';
 
 const prefix = `sbcluster${process.pid}:`;
 const key = (c) => `${prefix}{${c}}`;
@@ -11,6 +11,20 @@ const key = (c) => `${prefix}{${c}}`;
 /** `<tag>:<i>` messages of one publisher, in the order received. */
 const of = (received, tag) => received.map((m) => JSON.parse(m)).filter((m) => m.startsWith(`${tag}:`)).map((m) => Number(m.split(':')[1]));
 const increasing = (list) => list.every((v, i) => i === 0 || v > list[i - 1]);
+
+/**
+ * The port of a replica of `master`, once it is in sync with it.
+ * `--cluster create` attaches replicas a moment after the slots are served.
+ */
+async function syncedReplica(cluster, master) {
+  const replica = await until(async () => {
+    const nodes = (await cluster.cli('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '));
+    return nodes.find(([, , flags, masterId]) => flags.includes('slave') && masterId === master.id);
+  }, 'a replica of the master', 20_000);
+  const replicaPort = Number(replica[1].split(':')[1].split('@')[0]);
+  await until(async () => /master_link_status:up/.test(await cli(replicaPort, 'INFO', 'replication')), 'the replica in sync', 20_000);
+  return replicaPort;
+}
 
 test('sharded pub/sub across three nodes: channels on every master, one order per channel, and a slot migration under traffic', { timeout: 120_000 }, async (t) => {
   const cluster = await startCluster(t, { masters: 3 });
@@ -97,13 +111,8 @@ test('a master that fails over to its replica: subscribers keep their channels',
   const slot = await cluster.slot('fail');
   const master = await cluster.owner(slot);
   // `--cluster create` attaches replicas a moment after the slots are served.
-  const replica = await until(async () => {
-    const nodes = (await cluster.cli('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '));
-    return nodes.find(([, , flags, masterId]) => flags.includes('slave') && masterId === master.id);
-  }, 'a replica of the master', 20_000);
-  const replicaPort = Number(replica[1].split(':')[1].split('@')[0]);
-  // Wait for the replica to be in sync, or it refuses a manual failover.
-  await until(async () => /master_link_status:up/.test(await cli(replicaPort, 'INFO', 'replication')), 'the replica in sync', 20_000);
+  // In sync, or it refuses a manual failover.
+  const replicaPort = await syncedReplica(cluster, master);
   assert.equal(await cli(replicaPort, 'CLUSTER', 'FAILOVER'), 'OK');
   await until(async () => (await cluster.owner(slot))?.port === replicaPort, 'the replica to be master', 20_000);
   await until(async () => (await cluster.shardNumsub(key('fail'))) === 1, 'B subscribed at the new master', 20_000);
@@ -167,22 +176,7 @@ test('history on a cluster: contiguous positions on every node and master, histo
   const mover = await movableClient(t, target);
   const feed = collect(mover, 'h.feed', { recover: true });
   await feed.subscription.ready;
-  for (let i = 1; i <= 3; i++) await a.publish('h.feed', JSON.stringify(i));
-  await until(() => feed.received.length === 3, 'the first three');
-  target.node = null;
-  b.child.kill('SIGKILL');
-  await until(() => feed.states.includes('resubscribing'), 'the loss to be noticed');
-  for (let i = 4; i <= 9; i++) await a.publish('h.feed', JSON.stringify(i));
-  await sleep(50);
-  assert.equal(feed.received.length, 3, 'nothing arrives while away');
-  target.node = c;
-  await until(() => feed.received.length >= 9, 'the missed six, recovered', 10_000);
-  for (let i = 10; i <= 12; i++) await a.publish('h.feed', JSON.stringify(i));
-  await until(() => feed.received.length >= 12, 'the live ones after');
-  await sleep(100);
-  const numbers = Array.from({ length: 12 }, (_, i) => i + 1);
-  assert.deepEqual(feed.received.map((r) => r.value), numbers, 'each once, in order');
-  assert.deepEqual(feed.received.map((r) => r.position.offset), numbers);
+  await recoverAcrossNodes({ a, b, c, target, feed, channel: 'h.feed' });
   assert.deepEqual(feed.gaps, []);
 });
 
@@ -249,14 +243,9 @@ test('a manual failover of a history channel\'s master during traffic: the recov
   const meta = `${hprefix}{${channel}}:meta`;
   const slot = await cluster.slot(channel);
   const master = await cluster.owner(slot);
-  const replica = await until(async () => {
-    const nodes = (await cluster.cli('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '));
-    return nodes.find(([, , flags, masterId]) => flags.includes('slave') && masterId === master.id);
-  }, 'a replica of the master', 20_000);
-  const replicaPort = Number(replica[1].split(':')[1].split('@')[0]);
   // The replica in sync before the channel's first key is written (a key
   // written while a replica's first sync starts was seen missing from it).
-  await until(async () => /master_link_status:up/.test(await cli(replicaPort, 'INFO', 'replication')), 'the replica in sync', 20_000);
+  const replicaPort = await syncedReplica(cluster, master);
   const [a, b] = await Promise.all([0, 1].map(() => startClusterNode(t, cluster, { prefix: hprefix, history })));
   const client = await movableClient(t, { node: b });
   const feed = collect(client, channel, { recover: true });

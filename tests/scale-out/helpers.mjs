@@ -340,3 +340,32 @@ export async function userChannels(redis, prefix) {
   const names = await redis.channels(`${prefix}*`);
   return names.filter((name) => !name.includes('\ufffd') && !name.startsWith(`${prefix}$probe:`));
 }
+
+/**
+ * A recovering client's journey across nodes: `feed` (a `collect` of
+ * `channel` by a `movableClient` on B through `target`) gets three
+ * publications from A; B dies, six are published while the client reaches
+ * no node, then it reaches C and recovers them, and three more arrive
+ * live. Each of the twelve must arrive once, in order, with its offset.
+ */
+export async function recoverAcrossNodes({ a, b, c, target, feed, channel }) {
+  for (let i = 1; i <= 3; i++) await a.publish(channel, JSON.stringify(i));
+  await until(() => feed.received.length === 3, 'the first three');
+
+  // B dies; the client reaches no node while six are published, then C.
+  target.node = null;
+  b.child.kill('SIGKILL');
+  await until(() => feed.states.includes('resubscribing'), 'the loss to be noticed');
+  for (let i = 4; i <= 9; i++) await a.publish(channel, JSON.stringify(i));
+  await sleep(50);
+  assert.equal(feed.received.length, 3, 'nothing arrives while away');
+  target.node = c;
+  await until(() => feed.received.length >= 9, 'the missed six, recovered', 10_000);
+  for (let i = 10; i <= 12; i++) await a.publish(channel, JSON.stringify(i));
+  await until(() => feed.received.length >= 12, 'the live ones after');
+  await sleep(100);
+
+  const numbers = Array.from({ length: 12 }, (_, i) => i + 1);
+  assert.deepEqual(feed.received.map((r) => r.value), numbers, 'each once, in order');
+  assert.deepEqual(feed.received.map((r) => r.position.offset), numbers);
+}

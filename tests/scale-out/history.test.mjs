@@ -3,7 +3,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { startRedis } from '../helpers/redis.mjs';
-import { collect, movableClient, silencingProxy, sleep, startNode, until, wsClient } from './helpers.mjs';
+import { collect, movableClient, recoverAcrossNodes, silencingProxy, sleep, startNode, until, wsClient } from './helpers.mjs';
 
 let runs = 0;
 const freshPrefix = () => `sbhist${process.pid}x${++runs}:`;
@@ -71,25 +71,7 @@ test('a client whose node is killed reconnects to another node and recovers exac
   const watcher = await wsClient(t, c);
   assert.equal(await watcher.command('sub:h.feed'), 'ok:sub:h.feed');
 
-  for (let i = 1; i <= 3; i++) await a.publish('h.feed', JSON.stringify(i));
-  await until(() => feed.received.length === 3, 'the first three');
-
-  // B dies; the client reaches no node while six are published, then C.
-  target.node = null;
-  b.child.kill('SIGKILL');
-  await until(() => feed.states.includes('resubscribing'), 'the loss to be noticed');
-  for (let i = 4; i <= 9; i++) await a.publish('h.feed', JSON.stringify(i));
-  await sleep(50);
-  assert.equal(feed.received.length, 3, 'nothing arrives while away');
-  target.node = c;
-  await until(() => feed.received.length >= 9, 'the missed six, recovered', 10_000);
-  for (let i = 10; i <= 12; i++) await a.publish('h.feed', JSON.stringify(i));
-  await until(() => feed.received.length >= 12, 'the live ones after');
-  await sleep(100);
-
-  const numbers = Array.from({ length: 12 }, (_, i) => i + 1);
-  assert.deepEqual(feed.received.map((r) => r.value), numbers, 'each once, in order');
-  assert.deepEqual(feed.received.map((r) => r.position.offset), numbers);
+  await recoverAcrossNodes({ a, b, c, target, feed, channel: 'h.feed' });
   assert.deepEqual(feed.gaps, [], 'nothing was lost, so no gap');
   assert.equal(feed.subscription.state, 'subscribed');
   await until(() => watcher.received.length === 12, 'the plain subscriber');

@@ -1,22 +1,13 @@
 // Scale-out through Redis (docs/scale-out.md): separate Switchboard
 // processes on one real redis-server, started by the test, act as one.
+// The scenarios every engine shares are in engines.mjs.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, jsonCodec } from 'switchboard-client/node';
 import { startRedis } from '../helpers/redis.mjs';
+import { assertPublisherOrder, burstOrders, publisher, redis as engine, rpcClient, subscribeThenPublish, unsubscribeDelay } from './engines.mjs';
 import { sleep, startNode, until, userChannels, wsClient } from './helpers.mjs';
 
-let runs = 0;
-/** A prefix of its own per test, so leftovers of one cannot pass another. */
-const freshPrefix = () => `sbtest${process.pid}x${++runs}:`;
-
-async function rpcClient(t, node, channel, into) {
-  const client = await connect(`tcp://127.0.0.1:${node.rpc}`, { reconnect: false, codecs: [jsonCodec] });
-  t.after(() => client.close());
-  client.handle(channel, (payload) => into.push(payload));
-  assert.equal(await client.call('join', channel), true);
-  return client;
-}
+const freshPrefix = engine.freshPrefix;
 
 test('a publish on one node reaches WebSocket and protocol subscribers on the others; idle nodes stay unsubscribed', async (t) => {
   const redis = await startRedis(t);
@@ -81,72 +72,18 @@ test('virtual sockets on another node get their tags, once per virtual socket', 
 });
 
 test('per-channel order holds with concurrent publishers on two nodes: every subscriber sees one order', async (t) => {
-  const redis = await startRedis(t);
-  const prefix = freshPrefix();
-  const [a, b, c] = await Promise.all([0, 1, 2].map(() => startNode(t, redis, { prefix })));
-  const onB = await wsClient(t, b);
-  const onC = await wsClient(t, c);
-  assert.equal(await onB.command('sub:race'), 'ok:sub:race');
-  assert.equal(await onC.command('sub:race'), 'ok:sub:race');
-  const onA = [];
-  await rpcClient(t, a, 'race', onA);
-  await until(async () => (await redis.numsub(`${prefix}race`))[`${prefix}race`] === 3, 'three nodes to subscribe');
-
   const count = 300;
-  const bursts = await Promise.all([a.request('burst', { channel: 'race', tag: 'a', count }), b.request('burst', { channel: 'race', tag: 'b', count })]);
-  assert.deepEqual(bursts.map((r) => r.result), [count, count]);
-  await until(() => onB.received.length === 2 * count && onC.received.length === 2 * count && onA.length === 2 * count, 'every message everywhere', 10_000);
-  const order = onB.received.map((m) => JSON.parse(m));
-  assert.deepEqual(onC.received.map((m) => JSON.parse(m)), order, 'B and C saw one order');
-  assert.deepEqual(onA, order, 'the protocol subscriber on A saw it too');
-  for (const tag of ['a', 'b']) {
-    const mine = order.filter((m) => m.startsWith(`${tag}:`));
-    assert.deepEqual(mine, Array.from({ length: count }, (_, i) => `${tag}:${i}`), `${tag}'s messages in its order`);
-  }
+  const [order, ...others] = await burstOrders(t, engine, count);
+  assert.deepEqual(others[0], order, 'B and C saw one order');
+  assert.deepEqual(others[1], order, 'the protocol subscriber on A saw it too');
+  assertPublisherOrder(order, ['a', 'b'], count);
   const interleaved = order.findIndex((m) => m.startsWith('b:')) < order.findLastIndex((m) => m.startsWith('a:'));
   t.diagnostic(`the two bursts interleaved: ${interleaved}`);
 });
 
-test('the last subscriber leaving unsubscribes after unsubscribeDelay; coming back within it keeps the subscription', async (t) => {
-  const redis = await startRedis(t);
-  const prefix = freshPrefix();
-  const node = await startNode(t, redis, { prefix, unsubscribeDelay: 0.5 });
-  const ws = await wsClient(t, node);
-  const subscribed = async () => (await redis.numsub(`${prefix}news`))[`${prefix}news`];
+test('the last subscriber leaving unsubscribes after unsubscribeDelay; coming back within it keeps the subscription', (t) => unsubscribeDelay(t, engine));
 
-  assert.equal(await ws.command('sub:news'), 'ok:sub:news');
-  await until(async () => (await subscribed()) === 1, 'the subscription');
-  assert.equal(await ws.command('unsub:news'), 'ok:unsub:news');
-  await sleep(200);
-  assert.equal(await subscribed(), 1, 'still subscribed within the delay');
-  const left = Date.now();
-  await until(async () => (await subscribed()) === 0, 'the unsubscribe', 3000);
-  assert.ok(Date.now() - left >= 250, 'not before the delay');
-
-  // Leave and come back within the delay: still subscribed, still delivered.
-  assert.equal(await ws.command('sub:news'), 'ok:sub:news');
-  await until(async () => (await subscribed()) === 1, 'the subscription again');
-  assert.equal(await ws.command('unsub:news'), 'ok:unsub:news');
-  assert.equal(await ws.command('sub:news'), 'ok:sub:news');
-  await sleep(900);
-  assert.equal(await subscribed(), 1, 'the pending unsubscribe was cancelled');
-  assert.equal((await node.publish('news', 'still here')).result, 1);
-  await until(() => ws.received.includes('still here'), 'delivery after the cancelled unsubscribe');
-});
-
-test('a publish right after the first subscription on the same node reaches the new subscriber', async (t) => {
-  const redis = await startRedis(t);
-  const prefix = freshPrefix();
-  const node = await startNode(t, redis, { prefix });
-  const ws = await wsClient(t, node);
-  // Each round is a channel nobody had: its SUBSCRIBE and the PUBLISH go
-  // on two connections, and the publish must wait for the subscription.
-  for (let i = 0; i < 20; i++) {
-    assert.equal(await ws.command(`subpub:fresh${i}:m${i}`), `ok:subpub:fresh${i}:m${i}`);
-  }
-  await until(() => ws.received.length === 20, 'all twenty messages', 3000);
-  assert.deepEqual(ws.received, Array.from({ length: 20 }, (_, i) => `m${i}`));
-});
+test('a publish right after the first subscription on the same node reaches the new subscriber', (t) => subscribeThenPublish(t, engine));
 
 test('nodes resubscribe after CLIENT KILL and after a Redis restart; a failed PUBLISH is counted as lost; publishes while Redis is down fail with ERR_BROKER_UNAVAILABLE', async (t) => {
   const redis = await startRedis(t);
@@ -157,17 +94,7 @@ test('nodes resubscribe after CLIENT KILL and after a Redis restart; a failed PU
   const subscribed = async () => (await redis.numsub(`${prefix}live`))[`${prefix}live`];
   await until(async () => (await subscribed()) === 1, 'B to subscribe');
 
-  // Publish until one arrives: tolerates the moments a node is reconnecting.
-  let n = 0;
-  const reaches = async (what) => {
-    await until(async () => {
-      const text = `${what} ${++n}`;
-      const reply = await a.publish('live', text);
-      if (reply.error) return false;
-      await sleep(50);
-      return onB.received.includes(text);
-    }, what, 10_000);
-  };
+  const reaches = publisher(a, onB, 'live');
   await reaches('before');
 
   // Redis drops every pub/sub connection: the nodes notice and resubscribe.

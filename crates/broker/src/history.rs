@@ -116,6 +116,24 @@ impl Publish {
     }
 }
 
+/// Add to `pipe` one publish: a plain `PUBLISH`/`SPUBLISH`, or for a
+/// channel with history the call of the append script (`append`).
+pub(crate) fn publish(
+    pipe: &mut redis::Pipeline,
+    outgoing: &Outgoing,
+    config: &BrokerConfig,
+    publish: Publish,
+) {
+    match &outgoing.history {
+        None => {
+            pipe.cmd(publish.command())
+                .arg(&outgoing.channel)
+                .arg(&outgoing.message);
+        }
+        Some(_) => append(pipe, &[outgoing], config, publish),
+    }
+}
+
 /// Add to `pipe` one call of the append script for a run of publishes to
 /// one channel (`run`: non-empty, each with its `Append`, all of one
 /// channel): an `EVALSHA` (the script is loaded on every new command

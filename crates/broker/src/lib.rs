@@ -18,9 +18,12 @@
 //! slots), `history` (the scripts, reads, and gap tracking), `inbound`
 //! (messages from Redis to the fan-out, in offset order; both
 //! subscribers'), `sessions` (HTTP sessions as keys, on the query
-//! connection), `backoff`; `nodes` (this node's number, its heartbeat,
-//! operations on other nodes' connections) and `node_wire` (their message
-//! format); `nats` carries the channels through NATS instead (no history).
+//! connection), `backoff`; `queues` (the callers' queues to an engine's
+//! tasks, alike for every engine); `queries` (presence, history and
+//! recovery, answered from the broker's thread); `nodes` (this node's
+//! number, its heartbeat, operations on other nodes' connections) and
+//! `node_wire` (their message format); `nats` carries the channels through
+//! NATS instead (no history).
 
 mod backoff;
 mod cluster;
@@ -33,6 +36,8 @@ mod nodes;
 pub mod presence;
 mod probe;
 mod publisher;
+mod queries;
+mod queues;
 mod sessions;
 mod shard;
 pub mod slot;
@@ -46,13 +51,13 @@ use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 use switchboard_pubsub::ChannelChange;
-use switchboard_runtime::history::{HistoryPage, QueryError, Recovery, Reply};
+use switchboard_runtime::history::{HistoryPage, Recovery, Reply};
 use switchboard_runtime::{
     Bridge, BridgeError, Destination, NodeCommand, NodesView, Position, Server,
 };
 
 pub use config::{BrokerConfig, HistoryRule};
-use history::{Epochs, Reader, Source};
+use history::{Epochs, Reader};
 use presence::PresenceCommand;
 use switchboard_pubsub::{MemberChange, MemberFilter};
 use switchboard_runtime::presence::Presence;
@@ -452,38 +457,7 @@ impl Bridge for Broker {
     }
 
     fn presence(&self, channel: &str, reply: Reply<Presence>) {
-        let (Some(presence), Engine::Sharded { shards, route, .. }) =
-            (&self.presence, &self.engine)
-        else {
-            return reply(Err(QueryError::NoPresence));
-        };
-        if !self.config.presence_of(channel) {
-            return reply(Err(QueryError::NoPresence));
-        }
-        // This node's subscriptions of this moment (the caller's own, just
-        // made, included) are in effect before the read.
-        let shared = shards[route.pick(channel)].shared.clone();
-        let events = shards[route.pick(&presence::events_channel(channel))]
-            .shared
-            .clone();
-        let (ticket, events_ticket) = (
-            shared.requested.load(Ordering::Acquire),
-            events.requested.load(Ordering::Acquire),
-        );
-        let subscribed = Box::pin(async move {
-            shared.subscribed(ticket).await;
-            events.subscribed(events_ticket).await;
-        });
-        let read = presence::Read {
-            channel: channel.to_owned(),
-            reply,
-            subscribed,
-        };
-        if let Err(refused) = presence.commands.send(PresenceCommand::Read(read)) {
-            if let PresenceCommand::Read(read) = refused.0 {
-                (read.reply)(Err(QueryError::Unavailable));
-            }
-        }
+        self.read_presence(channel, reply)
     }
 
     fn sessions_refusal(&self) -> Option<&'static str> {
@@ -501,13 +475,7 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<HistoryPage>,
     ) {
-        let Some((reader, _, _)) = self.history_source(channel) else {
-            return reply(Err(QueryError::NoHistory));
-        };
-        let channel = channel.to_owned();
-        self.runtime.spawn(async move {
-            reply(reader.read(&channel, since, limit).await);
-        });
+        self.read_history(channel, since, limit, reply)
     }
 
     fn recover(
@@ -518,63 +486,7 @@ impl Bridge for Broker {
         limit: usize,
         reply: Reply<Recovery>,
     ) {
-        let Some((reader, shared, rule)) = self.history_source(channel) else {
-            return reply(Err(QueryError::NoHistory));
-        };
-        // The subscription the caller just made is covered by the ticket
-        // of this moment: once Redis confirmed it, whatever the history
-        // read misses reaches the subscriber live.
-        let ticket = shared.requested.load(Ordering::Acquire);
-        let limit = limit.min(rule.size);
-        let server = self.server.clone();
-        let (channel, timeout) = (channel.to_owned(), self.config.connect_timeout);
-        self.runtime.spawn(async move {
-            if tokio::time::timeout(timeout, shared.subscribed(ticket))
-                .await
-                .is_err()
-            {
-                return reply(Err(QueryError::Unavailable));
-            }
-            let Some(since) = since else {
-                // Nothing to recover: the answer is the position to come
-                // back with.
-                let page = reader.read(&channel, None, 1).await;
-                return reply(page.map(|page| Recovery {
-                    top: page.top,
-                    recovered: true,
-                    delivered: 0,
-                }));
-            };
-            let page = match reader.read(&channel, Some(since), limit).await {
-                Ok(page) => page,
-                Err(error) => return reply(Err(error)),
-            };
-            let reached = page.publications.last().map_or(since.offset, |p| p.offset);
-            let recovered = page.continuous && reached >= page.top.offset;
-            let mut delivered = 0;
-            // Only a whole recovery is delivered: a client that could not
-            // recover reloads its state, and older pieces would only
-            // mislead it.
-            if let (true, Some(server)) = (recovered, server.upgrade()) {
-                switchboard_runtime::cork();
-                for publication in &page.publications {
-                    let position = Position {
-                        epoch: page.top.epoch,
-                        offset: publication.offset,
-                    };
-                    let data = &publication.data;
-                    if server.deliver_to(subscriber, &channel, data, publication.binary, position) {
-                        delivered += 1;
-                    }
-                }
-                switchboard_runtime::uncork();
-            }
-            reply(Ok(Recovery {
-                top: page.top,
-                recovered,
-                delivered,
-            }))
-        });
+        self.replay(subscriber, channel, since, limit, reply)
     }
 }
 
@@ -591,25 +503,6 @@ impl Broker {
     fn presence_filter_of(config: &Arc<BrokerConfig>) -> MemberFilter {
         let config = config.clone();
         MemberFilter(Arc::new(move |channel| config.presence_logged(channel)))
-    }
-
-    /// Where `channel`'s history is read, the subscription tickets a
-    /// recovery waits for, and its rule; none when the channel keeps no
-    /// history.
-    fn history_source(&self, channel: &str) -> Option<(Source, Arc<Shared>, &HistoryRule)> {
-        let rule = self.config.history_of(channel)?;
-        match &self.engine {
-            Engine::Sharded { shards, route, .. } => {
-                let shard = &shards[route.pick(channel)];
-                let source = Source::Server(shard.reader.clone());
-                Some((source, shard.shared.clone(), rule))
-            }
-            Engine::Cluster(cluster) => {
-                let source = Source::Cluster(cluster.reader.clone());
-                Some((source, cluster.shared().base.clone(), rule))
-            }
-            Engine::Nats(_) => None,
-        }
     }
 
     /// A publish as Redis takes it: the encoded message, or for a channel

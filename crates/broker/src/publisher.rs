@@ -15,11 +15,8 @@ use switchboard_runtime::stats::{self, Stats};
 
 use crate::backoff::Backoff;
 use crate::history::{self, Publish};
+use crate::queues;
 use crate::{BrokerConfig, Outgoing, Shared};
-
-/// At most this many publishes go in one pipeline: enough to amortise the
-/// round trip, small enough that one failure loses little.
-const BATCH: usize = 256;
 
 pub(crate) async fn run(
     client: redis::Client,
@@ -55,22 +52,9 @@ pub(crate) async fn run(
         loop {
             if batch.is_empty() {
                 if !closing {
-                    tokio::select! {
-                        // What is queued goes before the close is heeded.
-                        biased;
-                        next = queue.recv() => match next {
-                            Some(next) => batch.push(next),
-                            None => closing = true, // the broker was dropped
-                        },
-                        _ = shared.close.notified() => closing = true,
-                    }
+                    closing = queues::next(&mut batch, &mut queue, &shared).await;
                 }
-                while batch.len() < BATCH {
-                    match queue.try_recv() {
-                        Ok(next) => batch.push(next),
-                        Err(_) => break,
-                    }
-                }
+                queues::top_up(&mut batch, &mut queue);
                 if batch.is_empty() {
                     // Closing, and everything accepted was sent.
                     return;
@@ -78,8 +62,7 @@ pub(crate) async fn run(
             }
             // Wait until the subscriptions made before these publishes are
             // confirmed (`Shared::requested`).
-            let needed = batch.iter().map(|o| o.ticket).max().unwrap_or(0);
-            shared.subscribed(needed).await;
+            shared.subscribed(queues::ticket(&batch)).await;
             if shared.epoch.load(Ordering::Acquire) != epoch {
                 // The pub/sub connection was lost or remade since this one
                 // was opened: Redis may have restarted, and a command
@@ -90,11 +73,8 @@ pub(crate) async fn run(
             let mut pipe = redis::pipe();
             let mut next = 0;
             while next < batch.len() {
-                let outgoing = &batch[next];
-                if outgoing.history.is_none() {
-                    pipe.cmd("PUBLISH")
-                        .arg(&outgoing.channel)
-                        .arg(&outgoing.message);
+                if batch[next].history.is_none() {
+                    history::publish(&mut pipe, &batch[next], &config, Publish::Classic);
                     next += 1;
                 } else {
                     // A run of publishes to one history channel: one call.

@@ -4,17 +4,16 @@
 //! server, each with its own queue, reconnection and back-off, so a server
 //! that is down costs only its own channels.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::stats::Stats;
 use switchboard_runtime::{BridgeError, Server};
-use tokio::sync::mpsc;
 
 use crate::history::{Epochs, Reader};
 use crate::nodes::{self, Nodes};
-use crate::{publisher, subscriber, Append, BrokerConfig, Command, Outgoing, Shared};
+use crate::queues::{Queues, Receivers};
+use crate::{publisher, subscriber, Append, BrokerConfig, Shared};
 use switchboard_runtime::{Destination, NodeCommand};
 
 /// The callers' side of one server.
@@ -22,8 +21,7 @@ pub(crate) struct Shard {
     pub(crate) shared: Arc<Shared>,
     /// Reads the histories of this server's channels.
     pub(crate) reader: Arc<Reader>,
-    publishes: mpsc::Sender<Outgoing>,
-    commands: mpsc::UnboundedSender<Command>,
+    queues: Queues,
 }
 
 /// The broker thread's side of one server: what its tasks need.
@@ -33,8 +31,7 @@ pub(crate) struct ShardTasks {
     reader: Arc<Reader>,
     /// This shard carries the nodes' keys and channels.
     home: bool,
-    publishes: mpsc::Receiver<Outgoing>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    queues: Receivers,
 }
 
 impl Shard {
@@ -52,26 +49,20 @@ impl Shard {
             nodes: nodes.clone(),
             ..Shared::default()
         });
-        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
-        // Unbounded on purpose: a registry change cannot be refused (it is
-        // reported under the registry's lock, which must not wait), and the
-        // task coalesces them; there is at most one entry per change.
-        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (queues, receivers) = Queues::new(config);
         let reader = Arc::new(Reader::new(client.clone(), config.clone(), epochs.clone()));
         let tasks = ShardTasks {
             client,
             shared: shared.clone(),
             reader: reader.clone(),
             home,
-            publishes: publish_rx,
-            commands: command_rx,
+            queues: receivers,
         };
         Ok((
             Self {
                 shared,
                 reader,
-                publishes,
-                commands,
+                queues,
             },
             tasks,
         ))
@@ -85,19 +76,7 @@ impl Shard {
         message: Vec<u8>,
         history: Option<Box<Append>>,
     ) -> Result<(), BridgeError> {
-        if !self.shared.available() {
-            return Err(BridgeError::Unavailable);
-        }
-        let outgoing = Outgoing {
-            channel,
-            message,
-            history,
-            ticket: self.shared.requested.load(Ordering::Acquire),
-        };
-        self.publishes.try_send(outgoing).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
-            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
-        })
+        self.queues.publish(&self.shared, channel, message, history)
     }
 
     /// Operations on other nodes' connections, on this (the home) shard's
@@ -107,29 +86,18 @@ impl Shard {
         config: &BrokerConfig,
         commands: &[(Destination, NodeCommand<'_>)],
     ) -> Result<(), BridgeError> {
-        nodes::forward(config, &self.shared, &self.publishes, commands)
+        nodes::forward(config, &self.shared, self.queues.publishes(), commands)
     }
 
     /// Registry changes of this server's channels, in order.
     pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
-        let joined = changes
-            .iter()
-            .any(|c| matches!(c, ChannelChange::Created(_)));
-        let ticket = if joined {
-            self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            self.shared.requested.load(Ordering::Acquire)
-        };
-        // A closed receiver means the broker stopped: nothing to mirror.
-        let _ = self.commands.send(Command::Changes(changes, ticket));
+        self.queues.channels_changed(&self.shared, changes);
     }
 
     /// Begin the goodbye: refuse new publishes, let the publisher send
     /// what it accepted, and the subscriber unsubscribe.
     pub(crate) fn shutdown(&self) {
-        self.shared.closing.store(true, Ordering::Release);
-        self.shared.close.notify_one();
-        let _ = self.commands.send(Command::Shutdown);
+        self.queues.shutdown(&self.shared);
     }
 }
 
@@ -166,7 +134,7 @@ impl ShardTasks {
             config.clone(),
             self.shared.clone(),
             stats,
-            self.publishes,
+            self.queues.publishes,
         ));
         let links = subscriber::Links {
             shared: self.shared.clone(),
@@ -175,7 +143,14 @@ impl ShardTasks {
             publisher,
             home: self.home,
         };
-        subscriber::run(self.client, config.clone(), node, links, self.commands).await;
+        subscriber::run(
+            self.client,
+            config.clone(),
+            node,
+            links,
+            self.queues.commands,
+        )
+        .await;
         if let Some(heartbeat) = heartbeat {
             nodes::leave(&config, &self.shared, heartbeat).await;
         }

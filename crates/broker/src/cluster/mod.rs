@@ -44,10 +44,10 @@ use redis::aio::MultiplexedConnection;
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::stats::Stats;
 use switchboard_runtime::{BridgeError, Server};
-use tokio::sync::mpsc;
 
 use crate::history::Epochs;
-use crate::{slot, Append, BrokerConfig, Command, Outgoing, Shared};
+use crate::queues::{Queues, Receivers};
+use crate::{slot, Append, BrokerConfig, Shared};
 use map::SlotMap;
 pub(crate) use reader::ClusterReader;
 
@@ -104,8 +104,7 @@ pub(crate) struct Cluster {
     shared: Arc<ClusterShared>,
     /// Reads the histories, at each channel's master.
     pub(crate) reader: Arc<ClusterReader>,
-    publishes: mpsc::Sender<Outgoing>,
-    commands: mpsc::UnboundedSender<Command>,
+    queues: Queues,
 }
 
 /// The broker thread's side.
@@ -114,8 +113,7 @@ pub(crate) struct ClusterTasks {
     seed: redis::ConnectionInfo,
     seeds: Vec<String>,
     reader: Arc<ClusterReader>,
-    publishes: mpsc::Receiver<Outgoing>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    queues: Receivers,
 }
 
 impl Cluster {
@@ -147,9 +145,7 @@ impl Cluster {
             refresh: tokio::sync::Notify::new(),
             view_changed: tokio::sync::Notify::new(),
         });
-        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
-        // Unbounded: see `Shard::new`.
-        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (queues, receivers) = Queues::new(config);
         let reader = Arc::new(ClusterReader::new(
             shared.clone(),
             seed.clone(),
@@ -161,15 +157,13 @@ impl Cluster {
             seed,
             seeds: infos.into_iter().map(|(addr, _)| addr).collect(),
             reader: reader.clone(),
-            publishes: publish_rx,
-            commands: command_rx,
+            queues: receivers,
         };
         Ok((
             Self {
                 shared,
                 reader,
-                publishes,
-                commands,
+                queues,
             },
             tasks,
         ))
@@ -184,9 +178,6 @@ impl Cluster {
         message: Vec<u8>,
         history: Option<Box<Append>>,
     ) -> Result<(), BridgeError> {
-        if !self.shared.base.available() {
-            return Err(BridgeError::Unavailable);
-        }
         {
             // The master of the channel's slot must be reachable both ways:
             // a publish refused now is better than one lost later.
@@ -198,29 +189,12 @@ impl Cluster {
                 _ => return Err(BridgeError::Unavailable),
             }
         }
-        let outgoing = Outgoing {
-            channel,
-            message,
-            history,
-            ticket: self.shared.base.requested.load(Ordering::Acquire),
-        };
-        self.publishes.try_send(outgoing).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
-            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
-        })
+        self.queues
+            .publish(&self.shared.base, channel, message, history)
     }
 
     pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
-        let base = &self.shared.base;
-        let joined = changes
-            .iter()
-            .any(|c| matches!(c, ChannelChange::Created(_)));
-        let ticket = if joined {
-            base.requested.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            base.requested.load(Ordering::Acquire)
-        };
-        let _ = self.commands.send(Command::Changes(changes, ticket));
+        self.queues.channels_changed(&self.shared.base, changes);
     }
 
     /// What the tasks and the callers share (the subscription tickets a
@@ -243,9 +217,7 @@ impl Cluster {
     }
 
     pub(crate) fn shutdown(&self) {
-        self.shared.base.closing.store(true, Ordering::Release);
-        self.shared.base.close.notify_one();
-        let _ = self.commands.send(Command::Shutdown);
+        self.queues.shutdown(&self.shared.base);
     }
 }
 
@@ -262,7 +234,7 @@ impl ClusterTasks {
             self.seed.clone(),
             config.clone(),
             stats,
-            self.publishes,
+            self.queues.publishes,
         ));
         subscriber::run(subscriber::Setup {
             shared: self.shared,
@@ -272,7 +244,7 @@ impl ClusterTasks {
             node,
             server,
             reader: self.reader,
-            commands: self.commands,
+            commands: self.queues.commands,
             publisher,
         })
         .await;

@@ -38,10 +38,8 @@ use super::redirect::Redirect;
 use super::{command_connection, ClusterShared, View};
 use crate::backoff::Backoff;
 use crate::history::{self, Publish};
-use crate::{slot, BrokerConfig, Outgoing};
+use crate::{queues, slot, BrokerConfig, Outgoing};
 
-/// Publishes per batch (as for one Redis).
-const BATCH: usize = 256;
 /// `MOVED` rounds per batch before the rest is given up as lost: a slot
 /// moves once in a batch; more means the cluster's masters disagree.
 const MAX_REDIRECTS: usize = 5;
@@ -122,26 +120,14 @@ pub(crate) async fn run(
                 _ = tokio::time::sleep(retry), if unreachable => continue,
             }
         }
-        while batch.len() < BATCH {
-            match queue.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
+        queues::top_up(&mut batch, &mut queue);
         if batch.is_empty() {
             if closing {
                 return;
             }
             continue;
         }
-        let needed = batch.iter().map(|o| o.ticket).max().unwrap_or(0);
-        loop {
-            let confirmed = base.confirmations.notified();
-            if base.confirmed.load(Ordering::Acquire) >= needed {
-                break;
-            }
-            confirmed.await;
-        }
+        base.subscribed(queues::ticket(&batch)).await;
         let pending = std::mem::take(&mut batch)
             .into_iter()
             .map(|outgoing| Pending {
@@ -225,18 +211,9 @@ async fn send(
                         pipe.cmd("ASKING");
                     }
                     let outgoing = &item.outgoing;
-                    match &outgoing.history {
-                        None => {
-                            pipe.cmd("SPUBLISH")
-                                .arg(&outgoing.channel)
-                                .arg(&outgoing.message);
-                        }
-                        // One publish per call here: the redirects are
-                        // answered per command, so per publish.
-                        Some(_) => {
-                            history::append(&mut pipe, &[outgoing], config, Publish::Sharded)
-                        }
-                    }
+                    // One publish per call here (a run would share a call):
+                    // the redirects are answered per command, so per publish.
+                    history::publish(&mut pipe, outgoing, config, Publish::Sharded);
                 }
                 let count = part.len() + part.iter().filter(|p| p.ask.is_some()).count();
                 let answers = connection.req_packed_commands(&pipe, 0, count).await;

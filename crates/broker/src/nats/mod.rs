@@ -42,7 +42,8 @@ use switchboard_runtime::stats::Stats;
 use switchboard_runtime::{BridgeError, Server};
 use tokio::sync::mpsc;
 
-use crate::{BrokerConfig, Command, Outgoing, Shared};
+use crate::queues::{Queues, Receivers};
+use crate::{BrokerConfig, Shared};
 
 /// Commands (PUB, SUB, UNSUB) queued in the client for its connection, at
 /// most: the client's own queue. Publishes are bounded before it by
@@ -60,16 +61,14 @@ const PING_INTERVAL: Duration = Duration::from_secs(5);
 pub(crate) struct Nats {
     shared: Arc<Shared>,
     prefix: String,
-    publishes: mpsc::Sender<Outgoing>,
-    commands: mpsc::UnboundedSender<Command>,
+    queues: Queues,
 }
 
 /// The broker thread's side.
 pub(crate) struct NatsTasks {
     servers: Vec<async_nats::ServerAddr>,
     shared: Arc<Shared>,
-    publishes: mpsc::Receiver<Outgoing>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    queues: Receivers,
 }
 
 impl Nats {
@@ -95,20 +94,16 @@ impl Nats {
             servers.push(server);
         }
         let shared = Arc::new(Shared::default());
-        let (publishes, publish_rx) = mpsc::channel(config.max_pending_publishes.max(1));
-        // Unbounded: see `Shard::new`.
-        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (queues, receivers) = Queues::new(config);
         let tasks = NatsTasks {
             servers,
             shared: shared.clone(),
-            publishes: publish_rx,
-            commands: command_rx,
+            queues: receivers,
         };
         let nats = Self {
             shared,
             prefix: config.prefix.clone(),
-            publishes,
-            commands,
+            queues,
         };
         Ok((nats, tasks))
     }
@@ -116,32 +111,13 @@ impl Nats {
     /// Queue a publish (refused at once while disconnected, or when the
     /// queue is full).
     pub(crate) fn publish(&self, channel: &str, message: Vec<u8>) -> Result<(), BridgeError> {
-        if !self.shared.available() {
-            return Err(BridgeError::Unavailable);
-        }
-        let outgoing = Outgoing {
-            channel: subject::subject(&self.prefix, channel).into_bytes(),
-            message,
-            // History is refused with NATS (see `Broker::attach`).
-            history: None,
-            ticket: self.shared.requested.load(Ordering::Acquire),
-        };
-        self.publishes.try_send(outgoing).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => BridgeError::Backlog,
-            mpsc::error::TrySendError::Closed(_) => BridgeError::Unavailable,
-        })
+        let subject = subject::subject(&self.prefix, channel).into_bytes();
+        // History is refused with NATS (see `Broker::attach`).
+        self.queues.publish(&self.shared, subject, message, None)
     }
 
     pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
-        let joined = changes
-            .iter()
-            .any(|c| matches!(c, ChannelChange::Created(_)));
-        let ticket = if joined {
-            self.shared.requested.fetch_add(1, Ordering::AcqRel) + 1
-        } else {
-            self.shared.requested.load(Ordering::Acquire)
-        };
-        let _ = self.commands.send(Command::Changes(changes, ticket));
+        self.queues.channels_changed(&self.shared, changes);
     }
 
     pub(crate) fn available(&self) -> bool {
@@ -149,9 +125,7 @@ impl Nats {
     }
 
     pub(crate) fn shutdown(&self) {
-        self.shared.closing.store(true, Ordering::Release);
-        self.shared.close.notify_one();
-        let _ = self.commands.send(Command::Shutdown);
+        self.queues.shutdown(&self.shared);
     }
 }
 
@@ -206,7 +180,7 @@ impl NatsTasks {
             config.clone(),
             self.shared.clone(),
             stats,
-            self.publishes,
+            self.queues.publishes,
         ));
         subscriber::run(subscriber::Setup {
             client,
@@ -215,7 +189,7 @@ impl NatsTasks {
             server,
             shared: self.shared,
             links: link_rx,
-            commands: self.commands,
+            commands: self.queues.commands,
             publisher,
         })
         .await;

@@ -9,11 +9,8 @@ use tokio::sync::mpsc;
 
 use switchboard_runtime::stats::{self, Stats};
 
+use crate::queues;
 use crate::{BrokerConfig, Outgoing, Shared};
-
-/// Publishes taken from the queue at once: their tickets are waited for
-/// together.
-const BATCH: usize = 256;
 
 pub(crate) async fn run(
     client: async_nats::Client,
@@ -27,22 +24,9 @@ pub(crate) async fn run(
     let mut closing = false;
     loop {
         if !closing {
-            tokio::select! {
-                // What is queued goes before the close is heeded.
-                biased;
-                next = queue.recv() => match next {
-                    Some(next) => batch.push(next),
-                    None => closing = true,
-                },
-                _ = shared.close.notified() => closing = true,
-            }
+            closing = queues::next(&mut batch, &mut queue, &shared).await;
         }
-        while batch.len() < BATCH {
-            match queue.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
+        queues::top_up(&mut batch, &mut queue);
         if batch.is_empty() {
             // Closing, and everything accepted is in the client's queue:
             // wait until it is written.
@@ -52,8 +36,7 @@ pub(crate) async fn run(
         // The SUBs of the subscriptions made before these publishes are in
         // the client's queue once their tickets are confirmed; the PUBs go
         // behind them on the same connection (see `nats/mod.rs`).
-        let needed = batch.iter().map(|o| o.ticket).max().unwrap_or(0);
-        shared.subscribed(needed).await;
+        shared.subscribed(queues::ticket(&batch)).await;
         for outgoing in batch.drain(..) {
             // Subjects are ASCII (`subject::subject`).
             let subject = String::from_utf8(outgoing.channel).unwrap_or_default();
