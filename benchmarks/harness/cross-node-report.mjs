@@ -3,7 +3,7 @@
 // saturation rate, Switchboard's ratios to Socket.IO's Redis adapters, the
 // latency at every step, and the published anchors beside the figures.
 import { ms, pct, ratio, si } from './format.mjs';
-import { byConfig, cellMark, runsOf, serversIn, table } from './report.mjs';
+import { byConfig, cellMark, runsOf, serversIn, table } from './report-tables.mjs';
 import { STOP_MEAN_LATENCY_MS } from './scenarios.mjs';
 
 /** The anchors, quoted beside the figures. */

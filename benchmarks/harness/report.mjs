@@ -4,6 +4,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { barChart, roomChart } from './charts.mjs';
 import { crossNodeSection } from './cross-node-report.mjs';
+import { byConfig, cellMark, runsOf, serversIn, table } from './report-tables.mjs';
+
+// Shared with the other reports (`report-tables.mjs`), for their importers.
+export { byConfig, cellMark, runsOf, serversIn, table };
 import { bytes, mib, pct, ratio, si } from './format.mjs';
 import { STOP_MEAN_LATENCY_MS } from './scenarios.mjs';
 import { SERVERS } from './servers.mjs';
@@ -123,24 +127,9 @@ export function summarize(scenario, steps, { cores = [], pin = null, config = nu
 
 // ---------------------------------------------------------------- Markdown
 
-const MARKS = {
-  client: '†',
-  neither: '°',
-  both: '‡',
-};
-
-export function cellMark(summary) {
-  if (!summary) return '';
-  return MARKS[summary.bound] ?? '';
-}
 
 const int = (n) => Number(n).toLocaleString('en-US');
 
-export function table(header, rows) {
-  const line = (cells) => `| ${cells.join(' | ')} |`;
-  const align = header.map((_, i) => (i === 0 ? '---' : '---:'));
-  return [line(header), line(align), ...rows.map(line)].join('\n');
-}
 
 /** Switchboard's figure against a peer's, oriented so above 1× means Switchboard does better. */
 function versus(ours, theirs, lowerIsBetter) {
@@ -201,24 +190,6 @@ export function comparisonTable({ keyHeaders, rows, servers, lowerIsBetter = fal
   return table(header, body);
 }
 
-/** The servers that ran `scenario` (a table leaves out the others' empty columns). */
-export function serversIn(results, scenario) {
-  return results.servers.filter((s) => results.runs.some((r) => r.scenario === scenario && r.server === s.name));
-}
-
-export function runsOf(results, scenario) {
-  return results.runs.filter((r) => r.scenario === scenario);
-}
-
-/** Group a scenario's runs by configuration label, in run order. */
-export function byConfig(runs) {
-  const groups = new Map();
-  for (const r of runs) {
-    if (!groups.has(r.label)) groups.set(r.label, { config: r.config, runs: {} });
-    groups.get(r.label).runs[r.server] = r;
-  }
-  return [...groups.values()];
-}
 
 export function failedCell(run) {
   return run?.error ? { value: null, text: '✗' } : undefined;

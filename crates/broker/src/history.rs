@@ -20,7 +20,6 @@ use redis::aio::MultiplexedConnection;
 use switchboard_runtime::history::{HistoryPage, QueryError, Stored};
 use switchboard_runtime::Position;
 
-use crate::cluster::ClusterReader;
 use crate::{wire, BrokerConfig, Outgoing};
 
 /// Append messages to a channel's history and publish them, as one step.
@@ -240,27 +239,37 @@ pub(crate) fn read_call(
     cmd
 }
 
-/// Where a node reads the histories of its channels: the channel's
-/// standalone server, or the master of its slot in a cluster.
-#[derive(Clone)]
-pub(crate) enum Source {
-    Server(Arc<Reader>),
-    Cluster(Arc<ClusterReader>),
-}
+/// A history read in flight.
+pub(crate) type PageFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<HistoryPage, QueryError>> + Send + 'a>,
+>;
 
-impl Source {
+/// Where a node reads the histories of its channels: the channel's
+/// standalone server (`Reader`), or the master of its slot in a cluster
+/// (`cluster::ClusterReader`). A trait, so this file needs nothing of the
+/// cluster's (which needs its scripts).
+pub(crate) trait HistorySource: Send + Sync {
     /// `channel`'s publications after `since` (the newest `limit` without
     /// it) and its position.
-    pub(crate) async fn read(
-        &self,
-        channel: &str,
+    fn read_page<'a>(
+        &'a self,
+        channel: &'a str,
         since: Option<Position>,
         limit: usize,
-    ) -> Result<HistoryPage, QueryError> {
-        match self {
-            Source::Server(reader) => reader.read(channel, since, limit).await,
-            Source::Cluster(reader) => reader.read(channel, since, limit).await,
-        }
+    ) -> PageFuture<'a>;
+}
+
+/// Where a node reads a channel's history.
+pub(crate) type Source = Arc<dyn HistorySource>;
+
+impl HistorySource for Reader {
+    fn read_page<'a>(
+        &'a self,
+        channel: &'a str,
+        since: Option<Position>,
+        limit: usize,
+    ) -> PageFuture<'a> {
+        Box::pin(self.read(channel, since, limit))
     }
 }
 
@@ -297,6 +306,9 @@ pub(crate) struct Reader {
     client: redis::Client,
     config: Arc<BrokerConfig>,
     epochs: Arc<Epochs>,
+    /// Scripts that pipelines on this connection call by hash (presence's,
+    /// `presence::scripts`): loaded on every new connection.
+    scripts: Vec<&'static str>,
     connection: tokio::sync::Mutex<Option<MultiplexedConnection>>,
 }
 
@@ -305,11 +317,13 @@ impl Reader {
         client: redis::Client,
         config: Arc<BrokerConfig>,
         epochs: Arc<Epochs>,
+        scripts: Vec<&'static str>,
     ) -> Self {
         Self {
             client,
             config,
             epochs,
+            scripts,
             connection: tokio::sync::Mutex::new(None),
         }
     }
@@ -346,12 +360,10 @@ impl Reader {
                 let mut connection = self.client.get_multiplexed_async_connection().await.ok()?;
                 // Pipelines call scripts by hash: a new connection may be
                 // to a Redis that never saw them.
-                if !self.config.presence.is_empty() {
-                    for script in crate::presence::scripts() {
-                        let mut load = redis::cmd("SCRIPT");
-                        load.arg("LOAD").arg(script);
-                        load.query_async::<String>(&mut connection).await.ok()?;
-                    }
+                for script in &self.scripts {
+                    let mut load = redis::cmd("SCRIPT");
+                    load.arg("LOAD").arg(*script);
+                    load.query_async::<String>(&mut connection).await.ok()?;
                 }
                 Some(connection)
             };

@@ -87,7 +87,7 @@ impl Inbound {
         let mut left = count;
         while left > 0 {
             let want = left.min(FILL_PAGE);
-            let Ok(page) = self.source.read(channel, Some(since), want).await else {
+            let Ok(page) = self.source.read_page(channel, Some(since), want).await else {
                 return;
             };
             if page.top.epoch != since.epoch {

@@ -65,7 +65,7 @@ impl Broker {
         };
         let channel = channel.to_owned();
         self.runtime.spawn(async move {
-            reply(reader.read(&channel, since, limit).await);
+            reply(reader.read_page(&channel, since, limit).await);
         });
     }
 
@@ -98,14 +98,14 @@ impl Broker {
             let Some(since) = since else {
                 // Nothing to recover: the answer is the position to come
                 // back with.
-                let page = reader.read(&channel, None, 1).await;
+                let page = reader.read_page(&channel, None, 1).await;
                 return reply(page.map(|page| Recovery {
                     top: page.top,
                     recovered: true,
                     delivered: 0,
                 }));
             };
-            let page = match reader.read(&channel, Some(since), limit).await {
+            let page = match reader.read_page(&channel, Some(since), limit).await {
                 Ok(page) => page,
                 Err(error) => return reply(Err(error)),
             };
@@ -145,11 +145,11 @@ impl Broker {
         match &self.engine {
             Engine::Sharded { shards, route, .. } => {
                 let shard = &shards[route.pick(channel)];
-                let source = Source::Server(shard.reader.clone());
+                let source: Source = shard.reader.clone();
                 Some((source, shard.shared.clone(), rule))
             }
             Engine::Cluster(cluster) => {
-                let source = Source::Cluster(cluster.reader.clone());
+                let source: Source = cluster.reader.clone();
                 Some((source, cluster.shared().base.clone(), rule))
             }
             Engine::Nats(_) => None,

@@ -50,7 +50,17 @@ impl Shard {
             ..Shared::default()
         });
         let (queues, receivers) = Queues::new(config);
-        let reader = Arc::new(Reader::new(client.clone(), config.clone(), epochs.clone()));
+        // Presence writes share this connection (`presence.rs`).
+        let scripts = match config.presence.is_empty() {
+            true => Vec::new(),
+            false => crate::presence::scripts().to_vec(),
+        };
+        let reader = Arc::new(Reader::new(
+            client.clone(),
+            config.clone(),
+            epochs.clone(),
+            scripts,
+        ));
         let tasks = ShardTasks {
             client,
             shared: shared.clone(),

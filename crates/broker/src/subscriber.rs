@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::history::{Reader, Source};
+use crate::history::Reader;
 use crate::inbound::{Gone, Inbound};
 use crate::probe::Probe;
 use crate::{BrokerConfig, Command, Shared};
@@ -96,7 +96,7 @@ pub(crate) async fn run(
     let mut publisher = Some(publisher);
     // The probe publishes through the same query connection.
     let probe_reader = reader.clone();
-    let mut inbound = Inbound::new(config.clone(), node, server, Source::Server(reader));
+    let mut inbound = Inbound::new(config.clone(), node, server, reader);
     let mut probe = Probe::new(&config, node);
     let mut wanted = Wanted::default();
     // The highest ticket among the changes applied to `wanted`.

@@ -4,8 +4,6 @@
 //! itself lives in the broker (Redis); the runtime only carries positions
 //! to protocol clients and hands answers back.
 
-use crate::server::Server;
-
 /// Where a publication sits in its channel's history: the channel's epoch
 /// (random, renewed whenever the history was lost, so an offset of an
 /// older epoch is never taken for one of the current) and its offset
@@ -101,39 +99,6 @@ impl QueryError {
 
 /// Where an answer goes: called once, on the broker's thread.
 pub type Reply<T> = Box<dyn FnOnce(Result<T, QueryError>) + Send>;
-
-impl Server {
-    /// Read `channel`'s history through the broker (`Bridge::history`);
-    /// without a broker the answer is `NoHistory`, at once.
-    pub fn history(
-        &self,
-        channel: &str,
-        since: Option<Position>,
-        limit: usize,
-        reply: Reply<HistoryPage>,
-    ) {
-        match self.state.bridge.get() {
-            Some(bridge) => bridge.history(channel, since, limit, reply),
-            None => reply(Err(QueryError::NoHistory)),
-        }
-    }
-
-    /// Queue for `subscriber`, just subscribed to `channel`, what it missed
-    /// since `since` (`Bridge::recover`).
-    pub fn recover(
-        &self,
-        subscriber: u64,
-        channel: &str,
-        since: Option<Position>,
-        limit: usize,
-        reply: Reply<Recovery>,
-    ) {
-        match self.state.bridge.get() {
-            Some(bridge) => bridge.recover(subscriber, channel, since, limit, reply),
-            None => reply(Err(QueryError::NoHistory)),
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -38,6 +38,7 @@ pub mod ids;
 mod opening;
 pub mod outbound;
 pub mod presence;
+mod queries;
 mod reactor;
 pub mod remote;
 mod rpc_reader;

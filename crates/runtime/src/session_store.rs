@@ -6,9 +6,6 @@
 
 use std::time::Duration;
 
-use crate::history::{QueryError, Reply};
-use crate::server::Server;
-
 /// One operation on one session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SessionOp {
@@ -30,25 +27,4 @@ pub struct SessionCommand {
     pub id: String,
     pub key: Vec<u8>,
     pub op: SessionOp,
-}
-
-impl Server {
-    /// Why this server cannot keep sessions in its broker, if it cannot:
-    /// no broker, or a broker without a place for them.
-    pub fn sessions_refusal(&self) -> Option<&'static str> {
-        match self.state.bridge.get() {
-            Some(bridge) => bridge.sessions_refusal(),
-            None => Some("sessions in the broker need a broker (the `broker` option)"),
-        }
-    }
-
-    /// Run `command` in the broker (`Bridge::session`). The answer is the
-    /// value for `Get` (`None`: no such session), `None` for the others.
-    /// Without a broker the answer is `Unavailable`, at once.
-    pub fn session(&self, command: SessionCommand, reply: Reply<Option<Vec<u8>>>) {
-        match self.state.bridge.get() {
-            Some(bridge) => bridge.session(command, reply),
-            None => reply(Err(QueryError::Unavailable)),
-        }
-    }
 }

@@ -17,7 +17,7 @@ use switchboard_runtime::Position;
 
 use super::redirect::Redirect;
 use super::{command_connection, ClusterShared};
-use crate::history::{self, Epochs};
+use crate::history::{self, Epochs, HistorySource, PageFuture};
 use crate::{slot, BrokerConfig};
 
 /// Steps of one read at most (a redirect, a reload, a retry each): a slot
@@ -135,5 +135,16 @@ impl ClusterReader {
         connections.retain(|known, _| masters.contains(known));
         connections.insert(addr.to_string(), connection.clone());
         Some(connection)
+    }
+}
+
+impl HistorySource for ClusterReader {
+    fn read_page<'a>(
+        &'a self,
+        channel: &'a str,
+        since: Option<Position>,
+        limit: usize,
+    ) -> PageFuture<'a> {
+        Box::pin(self.read(channel, since, limit))
     }
 }

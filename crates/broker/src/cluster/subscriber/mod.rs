@@ -52,7 +52,6 @@ use tokio::time::Instant;
 use super::map::SlotMap;
 use super::resp::Event;
 use super::{confirm, ClusterReader, ClusterShared};
-use crate::history::Source;
 use crate::inbound::Inbound;
 use crate::subscriber::Wanted;
 use crate::{slot, BrokerConfig, Command};
@@ -137,7 +136,7 @@ pub(crate) async fn run(setup: Setup) {
         mut commands,
         publisher,
     } = setup;
-    let inbound = Inbound::new(config.clone(), node, server, Source::Cluster(reader));
+    let inbound = Inbound::new(config.clone(), node, server, reader);
     let now = Instant::now();
     let mut task = Task {
         shared,
