@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use switchboard_runtime::history::{HistoryPage, QueryError, Stored};
@@ -337,13 +338,44 @@ impl Reader {
         since: Option<Position>,
         limit: usize,
     ) -> Result<HistoryPage, QueryError> {
+        let timeout = Some(self.config.connect_timeout);
+        let reply = self
+            .retried(
+                timeout,
+                |_| true,
+                |mut connection| async move {
+                    self.invoke(&mut connection, channel, since, limit).await
+                },
+            )
+            .await?;
+        parse(reply, since).ok_or(QueryError::Unavailable)
+    }
+
+    /// Run `query` on the connection, and once more on a fresh one if it
+    /// failed in a way `retry` accepts (Redis may have restarted under
+    /// it): for idempotent reads and writes only. `per_try` bounds each
+    /// try (a timed-out try counts as failed). Answers `Unavailable` when
+    /// no try succeeded.
+    pub(crate) async fn retried<T, Fut>(
+        &self,
+        per_try: Option<Duration>,
+        retry: impl Fn(&redis::RedisError) -> bool,
+        mut query: impl FnMut(MultiplexedConnection) -> Fut,
+    ) -> Result<T, QueryError>
+    where
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
         for _attempt in 0..2 {
-            let Some(mut connection) = self.connection().await else {
+            let Some(connection) = self.connection().await else {
                 return Err(QueryError::Unavailable);
             };
-            let read = self.invoke(&mut connection, channel, since, limit);
-            match tokio::time::timeout(self.config.connect_timeout, read).await {
-                Ok(Ok(reply)) => return parse(reply, since).ok_or(QueryError::Unavailable),
+            let answer = match per_try {
+                Some(limit) => tokio::time::timeout(limit, query(connection)).await.ok(),
+                None => Some(query(connection).await),
+            };
+            match answer {
+                Some(Ok(value)) => return Ok(value),
+                Some(Err(error)) if !retry(&error) => return Err(QueryError::Unavailable),
                 _ => self.lost().await,
             }
         }

@@ -502,29 +502,29 @@ async fn read_members(
 ) -> Result<Presence, QueryError> {
     let [hash, expiry] = config.presence_keys(channel);
     let events = config.redis_channel(&events_channel(channel));
-    for _attempt in 0..2 {
-        let Some(mut connection) = reader.connection().await else {
-            return Err(QueryError::Unavailable);
-        };
-        let mut call = SWEEP_SCRIPT.prepare_invoke();
-        call.key(&hash).key(&expiry).arg(&events).arg(head);
-        let swept = call.invoke_async::<Vec<(String, Vec<u8>)>>(&mut connection);
-        match tokio::time::timeout(config.connect_timeout, swept).await {
-            Ok(Ok(pairs)) => {
-                let mut members: Vec<Member> = pairs
-                    .into_iter()
-                    .filter_map(|(id, info)| {
-                        Some(Member {
-                            id: id.parse().ok()?,
-                            info,
-                        })
-                    })
-                    .collect();
-                members.sort_by_key(|m| m.id);
-                return Ok(Presence { members });
-            }
-            _ => reader.lost().await,
-        }
-    }
-    Err(QueryError::Unavailable)
+    let mut call = SWEEP_SCRIPT.prepare_invoke();
+    call.key(&hash).key(&expiry).arg(&events).arg(head);
+    let call = &call;
+    let timeout = Some(config.connect_timeout);
+    let pairs = reader
+        .retried(
+            timeout,
+            |_| true,
+            |mut connection| async move {
+                call.invoke_async::<Vec<(String, Vec<u8>)>>(&mut connection)
+                    .await
+            },
+        )
+        .await?;
+    let mut members: Vec<Member> = pairs
+        .into_iter()
+        .filter_map(|(id, info)| {
+            Some(Member {
+                id: id.parse().ok()?,
+                info,
+            })
+        })
+        .collect();
+    members.sort_by_key(|m| m.id);
+    Ok(Presence { members })
 }

@@ -61,24 +61,18 @@ async fn run(
     timeout: Duration,
 ) -> Result<Option<Vec<u8>>, QueryError> {
     let attempts = async {
-        for _attempt in 0..2 {
-            let Some(mut connection) = reader.connection().await else {
-                return Err(QueryError::Unavailable);
-            };
-            match to_redis(command)
-                .query_async::<redis::Value>(&mut connection)
-                .await
-            {
-                Ok(value) => return answer(&command.op, value),
-                // An error reply (a wrong type in the key, say) is Redis
-                // answering: no new connection will change it.
-                Err(error) if matches!(error.kind(), redis::ErrorKind::Server(_)) => {
-                    return Err(QueryError::Unavailable)
-                }
-                Err(_) => reader.lost().await,
-            }
-        }
-        Err(QueryError::Unavailable)
+        // An error reply (a wrong type in the key, say) is Redis
+        // answering: no new connection will change it.
+        let retry =
+            |error: &redis::RedisError| !matches!(error.kind(), redis::ErrorKind::Server(_));
+        let value = reader
+            .retried(None, retry, |mut connection| async move {
+                to_redis(command)
+                    .query_async::<redis::Value>(&mut connection)
+                    .await
+            })
+            .await?;
+        answer(&command.op, value)
     };
     match tokio::time::timeout(timeout, attempts).await {
         Ok(answer) => answer,
