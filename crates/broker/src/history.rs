@@ -2,8 +2,8 @@
 //!
 //! A channel with history has two keys, both hash-tagged with the channel
 //! so a cluster keeps them in one slot: a stream of its recent messages
-//! (entry id `<offset>-0`, one field `m`: the message as published) and a
-//! meta hash (`e`: the epoch, 8 raw bytes; `o`: the last offset). One Lua
+//! (an entry per run of publications: id `<the run's last offset>-0`, one
+//! field `m`: the run's batch as published, `wire.rs`) and a meta hash (`e`: the epoch, 8 raw bytes; `o`: the last offset). One Lua
 //! script appends and publishes, so the offset order, the history's order
 //! and the pub/sub order are one order; another reads a page and the
 //! position atomically.
@@ -23,20 +23,30 @@ use switchboard_runtime::Position;
 
 use crate::{wire, BrokerConfig, Outgoing};
 
-/// Append messages to a channel's history and publish them, as one step.
+/// Append a run of publications to a channel's history and publish them,
+/// as one step.
 ///
 /// KEYS: the stream, the meta hash. ARGV: the Redis channel, the
 /// history's size, its TTL and the meta hash's TTL (seconds), an epoch to
 /// take if the channel has none (8 bytes), the command that publishes
 /// (`PUBLISH` on standalone servers, `SPUBLISH` in a cluster, where the
 /// Redis channel `<prefix>{c}` shares the keys' slot, so the script stays
-/// single-slot), then each message as two arguments: its head
-/// (`wire::head` with the position bit) and its payload. Returns the last
-/// offset.
+/// single-slot), the number of publications, a batch's first two bytes
+/// (`wire::batch_head`) and its framed publications (`wire::frame`).
+/// Returns the last offset.
 ///
-/// Several messages per call: a script call costs Redis more than the
-/// commands it runs, so a run of publishes to one channel shares one call
-/// (the offsets, the stream and the pub/sub order stay one order).
+/// The run is one batch (`wire.rs`): the script puts the epoch and the
+/// first offset in front of the publications and writes the result as ONE
+/// stream entry (id: the run's last offset) and ONE pub/sub message. What
+/// Redis spends per call and per command, not per byte, is what a publish
+/// with history costs; so a run of 64 costs about what one did
+/// (docs/scale-out.md has the figures). Offsets, the stream and the
+/// pub/sub order stay one order.
+///
+/// The history keeps at least `size` publications: `MINID ~` drops
+/// entries whose last offset is below the `size` newest (whole stream
+/// nodes at a time, as `MAXLEN ~` would; an entry holds a run, so a count
+/// of entries would not bound publications).
 ///
 /// A missing meta hash means the history was lost (expired, flushed,
 /// evicted): the channel starts a new epoch and any stream left over is
@@ -49,20 +59,20 @@ if not epoch then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[2], 'e', epoch)
 end
-local count = (#ARGV - 6) / 2
+local count = tonumber(ARGV[7])
 local last = redis.call('HINCRBY', KEYS[2], 'o', count)
+local first = last - count + 1
 local bytes = {}
-for i = 0, count - 1 do
-  local offset = last - count + 1 + i
-  local n = offset
-  for b = 8, 1, -1 do
-    bytes[b] = n % 256
-    n = math.floor(n / 256)
-  end
-  local message = ARGV[7 + 2 * i] .. epoch .. string.char(unpack(bytes)) .. ARGV[8 + 2 * i]
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], string.format('%d-0', offset), 'm', message)
-  redis.call(ARGV[6], ARGV[1], message)
+local n = first
+for b = 8, 1, -1 do
+  bytes[b] = n % 256
+  n = math.floor(n / 256)
 end
+local batch = ARGV[8] .. epoch .. string.char(unpack(bytes)) .. ARGV[9]
+local keep = math.max(0, last - tonumber(ARGV[2]) + 1)
+redis.call('XADD', KEYS[1], 'MINID', '~', string.format('%d', keep),
+  string.format('%d-0', last), 'm', batch)
+redis.call(ARGV[6], ARGV[1], batch)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
 return last
@@ -74,6 +84,11 @@ return last
 /// (`<offset>-0`, or `-` for the newest `count` entries, returned newest
 /// first), the count, an epoch to take if the channel has none, and the
 /// meta hash's TTL. Returns `{epoch, last offset, entries}`.
+///
+/// An entry holds a run of publications (its id: the run's last offset),
+/// so the entries from `<since + 1>-0` on hold everything after `since`
+/// (the first may begin before it), and `count` entries hold at least
+/// `count` publications; `parse` keeps what was asked.
 ///
 /// A channel without an epoch gets one here, as a publication would give
 /// it: a client that subscribes before the first publication then holds a
@@ -148,8 +163,12 @@ pub(crate) fn append(
     else {
         return;
     };
-    let command = pipe
-        .cmd("EVALSHA")
+    let length: usize = run.iter().map(|o| 4 + o.message.len()).sum();
+    let mut body = Vec::with_capacity(length);
+    for outgoing in run {
+        wire::frame(&mut body, &outgoing.message);
+    }
+    pipe.cmd("EVALSHA")
         .arg(PUBLISH_SCRIPT.get_hash())
         .arg(2)
         .arg(&append.keys[0])
@@ -159,26 +178,28 @@ pub(crate) fn append(
         .arg(append.ttl)
         .arg(config.history_meta_ttl.as_secs().max(1))
         .arg(&append.epoch[..])
-        .arg(publish.command());
-    for outgoing in run {
-        if let Some(append) = &outgoing.history {
-            command.arg(&append.head).arg(&outgoing.message);
-        }
-    }
+        .arg(publish.command())
+        .arg(run.len())
+        .arg(&wire::batch_head()[..])
+        .arg(body);
 }
 
 /// The end of the run of publishes starting at `batch[start]` that one
 /// append call can take: consecutive, with history, to the same channel,
-/// at most `HISTORY_RUN`. Nothing is reordered: a run ends at the first
+/// at most `HISTORY_RUN` of them and `HISTORY_RUN_BYTES` (unless the first
+/// alone is larger). Nothing is reordered: a run ends at the first
 /// publish of another kind or channel.
 pub(crate) fn run_end(batch: &[Outgoing], start: usize) -> usize {
     let channel = &batch[start].channel;
+    let mut bytes = batch[start].message.len();
     let mut end = start + 1;
     while end < batch.len()
         && end - start < HISTORY_RUN
         && batch[end].history.is_some()
         && batch[end].channel == *channel
+        && bytes + batch[end].message.len() <= HISTORY_RUN_BYTES
     {
+        bytes += batch[end].message.len();
         end += 1;
     }
     end
@@ -188,6 +209,11 @@ pub(crate) fn run_end(batch: &[Outgoing], start: usize) -> usize {
 /// call, few enough that one call stays short (Redis runs nothing else
 /// meanwhile).
 const HISTORY_RUN: usize = 64;
+/// Bytes of publications per append call, at most: a batch is one pub/sub
+/// message and one stream entry, which every subscribed node's output
+/// buffer in Redis and every history read then carry whole; 64 KiB keeps
+/// them as small as a few large publications.
+const HISTORY_RUN_BYTES: usize = 64 * 1024;
 
 /// Load the append script on a new command connection, so pipelines can
 /// call it by its hash (a restarted Redis, or a new master, has not got
@@ -348,7 +374,7 @@ impl Reader {
                 },
             )
             .await?;
-        parse(reply, since).ok_or(QueryError::Unavailable)
+        parse(reply, since, limit).ok_or(QueryError::Unavailable)
     }
 
     /// Run `query` on the connection, and once more on a fresh one if it
@@ -432,8 +458,13 @@ impl Reader {
     }
 }
 
-/// The read script's reply as a page; `None` for a reply of another shape.
-pub(crate) fn parse(reply: redis::Value, since: Option<Position>) -> Option<HistoryPage> {
+/// The read script's reply as a page of at most `limit` publications
+/// (after `since`, or the newest); `None` for a reply of another shape.
+pub(crate) fn parse(
+    reply: redis::Value,
+    since: Option<Position>,
+    limit: usize,
+) -> Option<HistoryPage> {
     let redis::Value::Array(mut parts) = reply else {
         return None;
     };
@@ -449,35 +480,47 @@ pub(crate) fn parse(reply: redis::Value, since: Option<Position>) -> Option<Hist
         redis::Value::BulkString(bytes) => u64::from_be_bytes(bytes.as_slice().try_into().ok()?),
         _ => return None,
     };
+    let after = since.map_or(0, |since| since.offset);
     let mut publications = Vec::with_capacity(entries.len());
     for entry in entries {
-        // [id, [field, value]]: the message is the value; its position is
-        // in it, so the id need not be parsed.
+        // [id, [field, value]]: the value is a batch (or, written before
+        // batches, one positioned message); the positions are in it, so
+        // the id need not be parsed.
         let redis::Value::Array(entry) = entry else {
             return None;
         };
         let Some(redis::Value::Array(fields)) = entry.into_iter().nth(1) else {
             return None;
         };
-        let Some(redis::Value::BulkString(message)) = fields.into_iter().nth(1) else {
+        let Some(redis::Value::BulkString(value)) = fields.into_iter().nth(1) else {
             return None;
         };
         // Someone else's entry in our key: skipped, never half-read.
-        let Some(decoded) = wire::decode(&message) else {
+        let Some(messages) = wire::messages(&value) else {
             continue;
         };
-        let Some(position) = decoded.position else {
-            continue;
-        };
-        publications.push(Stored {
-            offset: position.offset,
-            binary: decoded.binary,
-            data: decoded.payload.to_vec(),
-        });
+        for message in messages {
+            let Some(position) = message.position else {
+                continue;
+            };
+            if position.offset > after {
+                publications.push(Stored {
+                    offset: position.offset,
+                    binary: message.binary,
+                    data: message.payload.to_vec(),
+                });
+            }
+        }
     }
-    if since.is_none() {
-        publications.reverse();
+    // Entries come oldest first after `since`, newest first without it;
+    // each holds its run oldest first.
+    publications.sort_unstable_by_key(|p| p.offset);
+    publications.dedup_by_key(|p| p.offset);
+    let limit = limit.max(1);
+    if since.is_none() && publications.len() > limit {
+        publications.drain(..publications.len() - limit);
     }
+    publications.truncate(limit);
     let top = Position { epoch, offset: top };
     Some(HistoryPage {
         top,
@@ -576,6 +619,48 @@ mod tests {
             binary: false,
             data: Vec::new(),
         }
+    }
+
+    /// The read script's reply: epoch, top, and entries holding batches of
+    /// the given (first offset, count).
+    fn reply(epoch: u64, top: i64, runs: &[(u64, usize)]) -> redis::Value {
+        use redis::Value::{Array, BulkString, Int};
+        let entries = runs.iter().map(|&(first, count)| {
+            let publications: Vec<Vec<u8>> = (0..count)
+                .map(|i| wire::encode(1, false, None, format!("p{}", first + i as u64).as_bytes()))
+                .collect();
+            let id = format!("{}-0", first + count as u64 - 1);
+            let batch = wire::tests::batch(epoch, first, &publications);
+            Array(vec![
+                BulkString(id.into_bytes()),
+                Array(vec![BulkString(b"m".to_vec()), BulkString(batch)]),
+            ])
+        });
+        Array(vec![
+            BulkString(epoch.to_be_bytes().to_vec()),
+            Int(top),
+            Array(entries.collect()),
+        ])
+    }
+
+    fn offsets(page: &HistoryPage) -> Vec<u64> {
+        page.publications.iter().map(|p| p.offset).collect()
+    }
+
+    #[test]
+    fn pages_are_cut_from_runs() {
+        // After 4: the entry of 3..=6 begins before it.
+        let page = parse(reply(9, 12, &[(3, 4), (7, 2), (9, 4)]), Some(at(9, 4)), 5).unwrap();
+        assert_eq!(offsets(&page), [5, 6, 7, 8, 9]);
+        assert_eq!(page.publications[0].data, b"p5");
+        assert!(page.continuous);
+        // The newest 5, from entries given newest first.
+        let page = parse(reply(9, 12, &[(9, 4), (7, 2), (3, 4)]), None, 5).unwrap();
+        assert_eq!(offsets(&page), [8, 9, 10, 11, 12]);
+        // Trimmed below 6: after 2, the history no longer follows on.
+        let page = parse(reply(9, 12, &[(6, 1), (7, 6)]), Some(at(9, 2)), 100).unwrap();
+        assert_eq!(offsets(&page), [6, 7, 8, 9, 10, 11, 12]);
+        assert!(!page.continuous);
     }
 
     #[test]

@@ -48,32 +48,35 @@ impl Inbound {
         self.server.upgrade().ok_or(Gone)
     }
 
-    /// Deliver one message that arrived on `redis_channel`. A gap in a
-    /// channel's offsets is filled from its history first (rare: after a
-    /// lost connection, a moved slot, a dropped message), which holds the
+    /// Deliver what arrived on `redis_channel`: one message, or a batch of
+    /// a history channel's publications (`wire.rs`). A gap in a channel's
+    /// offsets is filled from its history first (rare: after a lost
+    /// connection, a moved slot, a dropped message), which holds the
     /// caller up for one read. The caller corks around a batch.
     pub(crate) async fn deliver(&mut self, server: &Server, redis_channel: &[u8], payload: &[u8]) {
         let Some(channel) = self.config.channel_of(redis_channel) else {
             return;
         };
-        let Some(decoded) = wire::decode(payload) else {
+        let Some(messages) = wire::messages(payload) else {
             return;
         };
-        if let Some(position) = decoded.position {
-            match self.positions.admit(channel, position) {
-                Admit::Deliver => {}
-                Admit::Duplicate => return,
-                Admit::Gap { since } => {
-                    let missing = (position.offset - since.offset - 1) as usize;
-                    self.fill(server, channel, since, missing).await;
+        for message in messages {
+            if let Some(position) = message.position {
+                match self.positions.admit(channel, position) {
+                    Admit::Deliver => {}
+                    Admit::Duplicate => continue,
+                    Admit::Gap { since } => {
+                        let missing = (position.offset - since.offset - 1) as usize;
+                        self.fill(server, channel, since, missing).await;
+                    }
                 }
+                self.positions.delivered(channel, position);
             }
-            self.positions.delivered(channel, position);
+            // The excluded connection is one of the origin's.
+            let exclude = message.exclude.filter(|_| message.origin == self.node);
+            let (data, binary) = (message.payload, message.binary);
+            server.deliver(channel, data, binary, exclude, message.position);
         }
-        // The excluded connection is one of the origin's.
-        let exclude = decoded.exclude.filter(|_| decoded.origin == self.node);
-        let (payload, binary) = (decoded.payload, decoded.binary);
-        server.deliver(channel, payload, binary, exclude, decoded.position);
     }
 
     /// Deliver, in order, up to `count` publications of `channel` after

@@ -121,8 +121,8 @@ impl Shared {
 }
 
 /// A publish on its way to Redis: the Redis channel and the encoded message
-/// (for a channel with history, the payload alone: the script puts the
-/// head and the position in front).
+/// (for a channel with history, a publication of the batch its run makes,
+/// `wire.rs`).
 pub(crate) struct Outgoing {
     pub(crate) channel: Vec<u8>,
     pub(crate) message: Vec<u8>,
@@ -134,7 +134,6 @@ pub(crate) struct Outgoing {
 /// What the history script needs besides the channel and the payload.
 pub(crate) struct Append {
     pub(crate) keys: [Vec<u8>; 2],
-    pub(crate) head: Vec<u8>,
     pub(crate) size: usize,
     pub(crate) ttl: u64,
     pub(crate) epoch: [u8; 8],
@@ -505,9 +504,9 @@ impl Broker {
         MemberFilter(Arc::new(move |channel| config.presence_logged(channel)))
     }
 
-    /// A publish as Redis takes it: the encoded message, or for a channel
-    /// with history the payload alone and what the append script needs
-    /// (the script puts the head and the position in front).
+    /// A publish as Redis takes it: the encoded message, and for a channel
+    /// with history what the append script needs (the script gives the
+    /// run's batch its position, `wire.rs`).
     fn with_history(
         &self,
         channel: &str,
@@ -515,19 +514,16 @@ impl Broker {
         binary: bool,
         exclude: Option<u64>,
     ) -> (Vec<u8>, Option<Box<Append>>) {
-        match self.config.history_of(channel) {
-            None => (wire::encode(self.node, binary, exclude, data), None),
-            Some(rule) => {
-                let append = Append {
-                    keys: self.config.history_keys(channel),
-                    head: wire::head(self.node, binary, exclude, true),
-                    size: rule.size,
-                    ttl: rule.ttl.as_secs().max(1),
-                    epoch: self.epochs.offer(),
-                };
-                (data.to_vec(), Some(Box::new(append)))
-            }
-        }
+        let message = wire::encode(self.node, binary, exclude, data);
+        let history = self.config.history_of(channel).map(|rule| {
+            Box::new(Append {
+                keys: self.config.history_keys(channel),
+                size: rule.size,
+                ttl: rule.ttl.as_secs().max(1),
+                epoch: self.epochs.offer(),
+            })
+        });
+        (message, history)
     }
 }
 

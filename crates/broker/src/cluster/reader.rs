@@ -100,7 +100,7 @@ impl ClusterReader {
                 continue;
             };
             let redis::Value::ServerError(error) = answer else {
-                return history::parse(answer, since).ok_or(QueryError::Unavailable);
+                return history::parse(answer, since, limit).ok_or(QueryError::Unavailable);
             };
             asking = false;
             match Redirect::of(&error) {
