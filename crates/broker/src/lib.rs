@@ -495,8 +495,7 @@ impl Bridge for Broker {
 
 impl Broker {
     /// The shard that carries the nodes' keys and channels, if the
-    /// topology has nodes in Redis (standalone servers; not a cluster yet;
-    /// NATS keeps its own, `nats/nodes.rs`).
+    /// topology has nodes (standalone servers; not a cluster or NATS yet).
     fn home(&self) -> Option<&Shard> {
         match &self.engine {
             Engine::Sharded { shards, home, .. } => Some(&shards[*home]),

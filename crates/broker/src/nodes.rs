@@ -181,7 +181,8 @@ pub(crate) fn is_node_message(config: &BrokerConfig, message: &redis::Msg) -> bo
 pub(crate) fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     // Without the OS's randomness the clock's nanoseconds still spread
-    // the choices; the claim itself (SET NX) is what makes it safe.
+    // the choices; the claim itself (SET NX, or NATS's objections) is what
+    // makes it safe.
     if getrandom::fill(&mut bytes).is_err() {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -346,14 +346,12 @@ mod tests {
             out[2..4].copy_from_slice(&number.to_le_bytes());
             bad.push(out);
         }
-        bad.push(
-            Note::RollCall { token: 1 }.encode()[..2]
-                .iter()
-                .chain(&[1, 0])
-                .chain(&[0; 8])
-                .copied()
-                .collect(),
-        ); // a roll-call with a number
+        let mut roll_call = Note::RollCall { token: 1 }.encode();
+        roll_call[2] = 1; // a roll-call names no number
+        bad.push(roll_call);
+        let mut objection = Note::Objection { number: 5 }.encode();
+        objection[4] = 1; // an objection carries no token
+        bad.push(objection);
         for bytes in bad {
             assert_eq!(Note::decode(&bytes), None, "{bytes:?}");
         }
