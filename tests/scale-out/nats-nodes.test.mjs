@@ -109,3 +109,17 @@ test('NATS: a node answers roll-calls, objects to claims of its number, and coun
   assert.equal((await stats(node)).brokerNode, n);
   assert.equal(inbox.length, 2, 'nothing said about another number');
 });
+
+test('NATS: a node started while NATS is down claims its number once NATS is there', async (t) => {
+  const server = await engine.start(t);
+  const prefix = engine.freshPrefix();
+  const early = await engine.startNode(t, server, { prefix });
+  await server.stop();
+  // listen() gave up waiting (connectTimeout) and the node has no number yet.
+  const late = await engine.startNode(t, server, { prefix });
+  assert.equal((await stats(late)).brokerNode, 0);
+  await server.start();
+  const n = await until(async () => (await stats(late)).brokerNode, 'the claim after NATS came back', 10_000);
+  await until(async () => (await stats(early)).brokerNodes.includes(n), 'the first node to hear of it', 5000);
+  assert.notEqual(n, (await stats(early)).brokerNode);
+});
