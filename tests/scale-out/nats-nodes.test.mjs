@@ -123,3 +123,29 @@ test('NATS: a node started while NATS is down claims its number once NATS is the
   await until(async () => (await stats(early)).brokerNodes.includes(n), 'the first node to hear of it', 5000);
   assert.notEqual(n, (await stats(early)).brokerNode);
 });
+
+test('NATS: a roll-call is answered with the nodes heard from within nodeTtl too, so a vanished node keeps its number that long', async (t) => {
+  const server = await engine.start(t);
+  const prefix = engine.freshPrefix();
+  const node = await engine.startNode(t, server, { prefix, nodeTtl: 1 });
+  const n = (await stats(node)).brokerNode;
+  const wire = await natsWire(t, server);
+  const inbox = wire.subscribe(`${prefix}%%inbox.test`);
+  // A node 1000 (or n + 1) that beats once, as node_wire's "alive", then vanishes.
+  const ghost = n === 1000 ? 1001 : 1000;
+  wire.publish(`${prefix}%%nodes`, Buffer.from([1, 16, ghost & 0xff, ghost >> 8]));
+  await until(async () => (await stats(node)).brokerNodes.includes(ghost), 'the node to hear the ghost');
+  const rollCall = async () => {
+    const before = inbox.length;
+    wire.publish(`${prefix}%%claim`, note(ROLL_CALL, 0, 5n), `${prefix}%%inbox.test`);
+    await wire.flush();
+    await until(() => inbox.length > before, 'answers');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return inbox.slice(before).map((m) => read(m.payload)).map(({ number, token }) => [number, token !== 0n]).sort((x, y) => x[0] - y[0]);
+  };
+  // Its own number with its token; the ghost's with none (not its to prove).
+  assert.deepEqual(await rollCall(), [[n, true], [ghost, false]].sort((x, y) => x[0] - y[0]));
+  // Past nodeTtl the ghost is gone from the view, and its number free.
+  await until(async () => !(await stats(node)).brokerNodes.includes(ghost), 'the ghost to drop out', 3000);
+  assert.deepEqual(await rollCall(), [[n, true]]);
+});

@@ -9,9 +9,10 @@
 //! asked instead, on the claim subject:
 //!
 //! 1. **Roll-call.** The newcomer asks, with its inbox as the reply
-//!    subject; every node that holds a number answers `Held` to it. The
-//!    answers (and any claim or heartbeat heard meanwhile) are collected
-//!    for `window`.
+//!    subject; every node that holds a number answers `Held` to it (and,
+//!    `nodes.rs` adds, with the numbers of the nodes it heard from within
+//!    `nodeTtl`). The answers (and any claim or heartbeat heard meanwhile)
+//!    are collected for `window`.
 //! 2. **Claim.** The newcomer picks a number at random among those it did
 //!    not hear of, and announces it with its random token. A node that
 //!    holds that number objects, and so does one whose own pending claim of

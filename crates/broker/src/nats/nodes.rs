@@ -126,6 +126,9 @@ impl Member {
             Action::Announce(note) => self.announce(note).await,
             Action::Reply(note) => {
                 if let Some(reply) = reply {
+                    if let Note::Held { .. } = note {
+                        self.others_held(&reply).await;
+                    }
                     let _ = self.client.publish(reply, note.encode().into()).await;
                 }
             }
@@ -166,6 +169,21 @@ impl Member {
             // The client is reconnecting (or gone: the task is aborted at
             // the goodbye). A repeated roll-call or claim is harmless.
             tokio::time::sleep(self.config.max_reconnect_delay.min(Duration::from_secs(1))).await;
+        }
+    }
+
+    /// With this node's answer to a roll-call, the other nodes it heard
+    /// from within `node_ttl` (token 0: not theirs to prove): a node cut
+    /// off for a moment, or killed, keeps its number that long, as its key
+    /// would in Redis, instead of losing it to the first newcomer.
+    async fn others_held(&self, reply: &str) {
+        let view = self.shared.nodes.view(self.config.node_ttl);
+        for number in view.live.into_iter().filter(|&n| n != view.node) {
+            let held = Note::Held { number, token: 0 };
+            let _ = self
+                .client
+                .publish(reply.to_string(), held.encode().into())
+                .await;
         }
     }
 
