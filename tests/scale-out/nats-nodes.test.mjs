@@ -27,6 +27,19 @@ function note(kind, number, token = 0n) {
 
 const read = (bytes) => ({ kind: bytes[1], number: bytes.readUInt16LE(2), token: bytes.readBigUInt64LE(4) });
 
+/** One node (nodeTtl 1 s) and a bare client with an inbox, playing another node; `ask` publishes on the claim subject with that inbox. */
+async function nodeAndWire(t) {
+  const server = await engine.start(t);
+  const prefix = engine.freshPrefix();
+  const node = await engine.startNode(t, server, { prefix, nodeTtl: 1 });
+  const n = (await stats(node)).brokerNode;
+  const wire = await natsWire(t, server);
+  const inbox = wire.subscribe(`${prefix}%%inbox.test`);
+  await wire.flush();
+  const ask = (payload) => wire.publish(`${prefix}%%claim`, payload, `${prefix}%%inbox.test`);
+  return { prefix, node, n, wire, inbox, ask };
+}
+
 test('NATS: three nodes started at once claim distinct numbers, know each other, and subscribe their node subjects', async (t) => {
   const { server, prefix, numbers } = await claimAndKnow(t, engine);
   const subscribed = Object.values(await server.subscriptions()).flat();
@@ -82,24 +95,17 @@ test('NATS: a newcomer gives way to an objection and claims another number', asy
 });
 
 test('NATS: a node answers roll-calls, objects to claims of its number, and counts another holder as a conflict', async (t) => {
-  const server = await engine.start(t);
-  const prefix = engine.freshPrefix();
-  const node = await engine.startNode(t, server, { prefix, nodeTtl: 1 });
-  const n = (await stats(node)).brokerNode;
-  const wire = await natsWire(t, server);
-  const inbox = wire.subscribe(`${prefix}%%inbox.test`);
-  await wire.flush();
-
-  wire.publish(`${prefix}%%claim`, note(ROLL_CALL, 0, 5n), `${prefix}%%inbox.test`);
+  const { prefix, node, n, wire, inbox, ask } = await nodeAndWire(t);
+  ask(note(ROLL_CALL, 0, 5n));
   await until(() => inbox.length === 1, 'the answer to the roll-call');
   const held = read(inbox[0].payload);
   assert.deepEqual([held.kind, held.number], [HELD, n]);
 
-  wire.publish(`${prefix}%%claim`, note(CLAIM, n, 1n), `${prefix}%%inbox.test`);
+  ask(note(CLAIM, n, 1n));
   await until(() => inbox.length === 2, 'the objection');
   assert.deepEqual(read(inbox[1].payload), { kind: OBJECTION, number: n, token: 0n });
   // A claim of another number is left alone.
-  wire.publish(`${prefix}%%claim`, note(CLAIM, (n % 1023) + 1, 1n), `${prefix}%%inbox.test`);
+  ask(note(CLAIM, (n % 1023) + 1, 1n));
   await wire.flush();
 
   // Another token holding the number (a healed partition): counted, kept.
@@ -125,19 +131,14 @@ test('NATS: a node started while NATS is down claims its number once NATS is the
 });
 
 test('NATS: a roll-call is answered with the nodes heard from within nodeTtl too, so a vanished node keeps its number that long', async (t) => {
-  const server = await engine.start(t);
-  const prefix = engine.freshPrefix();
-  const node = await engine.startNode(t, server, { prefix, nodeTtl: 1 });
-  const n = (await stats(node)).brokerNode;
-  const wire = await natsWire(t, server);
-  const inbox = wire.subscribe(`${prefix}%%inbox.test`);
+  const { prefix, node, n, wire, inbox, ask } = await nodeAndWire(t);
   // A node 1000 (or n + 1) that beats once, as node_wire's "alive", then vanishes.
   const ghost = n === 1000 ? 1001 : 1000;
   wire.publish(`${prefix}%%nodes`, Buffer.from([1, 16, ghost & 0xff, ghost >> 8]));
   await until(async () => (await stats(node)).brokerNodes.includes(ghost), 'the node to hear the ghost');
   const rollCall = async () => {
     const before = inbox.length;
-    wire.publish(`${prefix}%%claim`, note(ROLL_CALL, 0, 5n), `${prefix}%%inbox.test`);
+    ask(note(ROLL_CALL, 0, 5n));
     await wire.flush();
     await until(() => inbox.length > before, 'answers');
     await new Promise((resolve) => setTimeout(resolve, 100));

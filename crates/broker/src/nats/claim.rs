@@ -26,11 +26,12 @@
 //!
 //! A loser picks again before it is ready: ids are only issued once the
 //! number is held, so re-picking costs nothing. Two claimers of one number
-//! at once always end with the lower token holding it (each hears the
-//! other's claim: one connection to NATS is ordered, and both subscribe the
-//! claim subject before they speak). What this cannot see is a holder that
-//! does not answer within `window` (cut off from NATS at that moment): that
-//! ends as a conflict, the same as a partition.
+//! at once end with the lower token holding it: each hears the other's
+//! claim (both subscribe the claim subject before they speak), and a claim
+//! heard after the window closed meets a holder, who objects. What this
+//! cannot see is a holder that does not answer within `window` (cut off
+//! from NATS at that moment): that ends as a conflict, the same as a
+//! partition.
 
 use std::time::{Duration, Instant};
 
