@@ -9,10 +9,11 @@
 //! asked instead, on the claim subject:
 //!
 //! 1. **Roll-call.** The newcomer asks, with its inbox as the reply
-//!    subject; every node that holds a number answers `Held` to it (and,
-//!    `nodes.rs` adds, with the numbers of the nodes it heard from within
-//!    `nodeTtl`). The answers (and any claim or heartbeat heard meanwhile)
-//!    are collected for `window`.
+//!    subject; every node that holds a number answers `Held` to it, and
+//!    `Seen` with the nodes it heard from within `nodeTtl` (so a node cut
+//!    off for a moment keeps its number that long, as its Redis key
+//!    would). The answers (and any claim or heartbeat heard meanwhile) are
+//!    collected for `window`.
 //! 2. **Claim.** The newcomer picks a number at random among those it did
 //!    not hear of, and announces it with its random token. A node that
 //!    holds that number objects, and so does one whose own pending claim of
@@ -39,13 +40,20 @@ use switchboard_runtime::ids::MAX_NODE;
 
 /// The only version written; a note of another version is ignored.
 const VERSION: u8 = 1;
-/// Every note is this long: version, kind, number u16, token u64.
+/// Every note but `Seen` is this long: version, kind, number u16, token
+/// u64.
 const LEN: usize = 12;
+/// `Seen`: version, kind, and a bit per number (16 u64).
+const SEEN_LEN: usize = 2 + 8 * 16;
 
 const ROLL_CALL: u8 = 1;
 const CLAIM: u8 = 2;
 const HELD: u8 = 3;
 const OBJECTION: u8 = 4;
+const SEEN: u8 = 5;
+
+/// A set of node numbers: bit `n % 64` of word `n / 64`.
+pub(crate) type Numbers = [u64; 16];
 
 /// What nodes say to each other about numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,15 +67,27 @@ pub(crate) enum Note {
     Held { number: u16, token: u64 },
     /// "`number` is taken": sent to a claimer's inbox.
     Objection { number: u16 },
+    /// "These nodes were heard from within `nodeTtl`": with a holder's
+    /// answer to a roll-call, in one note (one per answering node, not
+    /// one per number: a roll-call among N nodes costs N answers).
+    Seen { live: Numbers },
 }
 
 impl Note {
     pub(crate) fn encode(&self) -> Vec<u8> {
+        if let Note::Seen { live } = self {
+            let mut out = Vec::with_capacity(SEEN_LEN);
+            out.extend_from_slice(&[VERSION, SEEN]);
+            live.iter()
+                .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+            return out;
+        }
         let (kind, number, token) = match *self {
             Note::RollCall { token } => (ROLL_CALL, 0, token),
             Note::Claim { number, token } => (CLAIM, number, token),
             Note::Held { number, token } => (HELD, number, token),
             Note::Objection { number } => (OBJECTION, number, 0),
+            Note::Seen { .. } => unreachable!("encoded above"),
         };
         let mut out = Vec::with_capacity(LEN);
         out.extend_from_slice(&[VERSION, kind]);
@@ -79,7 +99,18 @@ impl Note {
     /// A note, or `None` for anything else (another version, a number out
     /// of range, a wrong length): ignored, never half read.
     pub(crate) fn decode(bytes: &[u8]) -> Option<Note> {
-        if bytes.len() != LEN || bytes[0] != VERSION {
+        if bytes.first() != Some(&VERSION) {
+            return None;
+        }
+        if bytes.get(1) == Some(&SEEN) && bytes.len() == SEEN_LEN {
+            let mut live: Numbers = [0; 16];
+            for (word, chunk) in live.iter_mut().zip(bytes[2..].chunks_exact(8)) {
+                *word = u64::from_le_bytes(chunk.try_into().ok()?);
+            }
+            // Number 0 is no node's.
+            return (live[0] & 1 == 0).then_some(Note::Seen { live });
+        }
+        if bytes.len() != LEN {
             return None;
         }
         let number = u16::from_le_bytes([bytes[2], bytes[3]]);
@@ -127,8 +158,8 @@ enum Phase {
 pub(crate) struct Claim {
     token: u64,
     window: Duration,
-    /// Numbers heard of (held, or claimed by another): a bit per number.
-    taken: [u64; 16],
+    /// Numbers heard of (held, seen live, or claimed by another).
+    taken: Numbers,
     rng: u64,
     phase: Phase,
 }
@@ -210,8 +241,17 @@ impl Claim {
                 Some(Action::Reply(Note::Objection { number }))
             }
             (Note::Held { number, .. }, Phase::Held(n)) if number == *n => Some(Action::Conflict),
-            (Note::Claim { .. } | Note::Held { .. } | Note::Objection { .. }, Phase::Held(_)) => {
-                None
+            (
+                Note::Claim { .. } | Note::Held { .. } | Note::Objection { .. } | Note::Seen { .. },
+                Phase::Held(_),
+            ) => None,
+            (Note::Seen { live }, phase) => {
+                let lost =
+                    matches!(phase, Phase::Claiming { number, .. } if contains(&live, *number));
+                for (taken, seen) in self.taken.iter_mut().zip(live) {
+                    *taken |= seen;
+                }
+                lost.then(|| self.pick())
             }
             (Note::Claim { number, token }, Phase::Claiming { number: mine, .. })
                 if number == *mine =>
@@ -240,11 +280,11 @@ impl Claim {
     }
 
     fn take(&mut self, n: u16) {
-        self.taken[usize::from(n / 64)] |= 1 << (n % 64);
+        insert(&mut self.taken, n);
     }
 
     fn is_taken(&self, n: u16) -> bool {
-        self.taken[usize::from(n / 64)] & (1 << (n % 64)) != 0
+        contains(&self.taken, n)
     }
 
     /// Claim a random number among those not heard of; with none left
@@ -277,6 +317,14 @@ impl Claim {
         self.rng ^= self.rng << 17;
         self.rng
     }
+}
+
+pub(crate) fn insert(set: &mut Numbers, n: u16) {
+    set[usize::from(n / 64) % 16] |= 1 << (n % 64);
+}
+
+pub(crate) fn contains(set: &Numbers, n: u16) -> bool {
+    set[usize::from(n / 64) % 16] & (1 << (n % 64)) != 0
 }
 
 /// The SplitMix64 finaliser: neighbouring seeds start far apart (xorshift
@@ -325,6 +373,10 @@ mod tests {
                 token: 3,
             },
             Note::Objection { number: 12 },
+            Note::Seen { live: [0; 16] },
+            Note::Seen {
+                live: [u64::MAX - 1; 16],
+            },
         ];
         for note in notes {
             assert_eq!(Note::decode(&note.encode()), Some(note));
@@ -354,6 +406,10 @@ mod tests {
         let mut objection = Note::Objection { number: 5 }.encode();
         objection[4] = 1; // an objection carries no token
         bad.push(objection);
+        let mut seen = Note::Seen { live: [0; 16] }.encode();
+        bad.push(seen[..SEEN_LEN - 1].to_vec()); // cut short
+        seen[2] = 1; // node 0 seen
+        bad.push(seen);
         for bytes in bad {
             assert_eq!(Note::decode(&bytes), None, "{bytes:?}");
         }
@@ -539,6 +595,39 @@ mod tests {
         );
         low.sent(t0);
         assert_eq!(low.tick(t0 + WINDOW), Some(Action::Claimed(3)));
+    }
+
+    #[test]
+    fn numbers_seen_live_are_not_picked_and_make_a_claimer_give_way() {
+        let t0 = Instant::now();
+        // Seen: every number but 40 and 41.
+        let mut live: Numbers = [0; 16];
+        (1..=MAX_NODE)
+            .filter(|n| !matches!(n, 40 | 41))
+            .for_each(|n| insert(&mut live, n));
+        let (mut claim, _) = Claim::new(1, WINDOW, 3);
+        claim.sent(t0);
+        assert_eq!(claim.heard(Note::Seen { live }), None);
+        let Some(Action::Announce(Note::Claim { number, .. })) = claim.tick(t0 + WINDOW) else {
+            panic!("no claim");
+        };
+        assert!(matches!(number, 40 | 41), "{number}");
+        // A late answer names the pick live: the other one is claimed.
+        let mut late: Numbers = [0; 16];
+        insert(&mut late, number);
+        let Some(Action::Announce(Note::Claim { number: other, .. })) =
+            claim.heard(Note::Seen { live: late })
+        else {
+            panic!("no new pick");
+        };
+        assert_eq!(other, 81 - number);
+        claim.sent(t0 + WINDOW);
+        assert_eq!(claim.tick(t0 + WINDOW * 2), Some(Action::Claimed(other)));
+        // A holder is not moved by seeing itself live.
+        let mut me: Numbers = [0; 16];
+        insert(&mut me, other);
+        assert_eq!(claim.heard(Note::Seen { live: me }), None);
+        assert_eq!(claim.number(), Some(other));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use switchboard_runtime::Server;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::claim::{Action, Claim, Note};
+use super::claim::{self, Action, Claim, Note};
 use super::subject;
 use super::subscriber::{self, Arrival, Source};
 use crate::{node_wire, BrokerConfig, Shared};
@@ -173,17 +173,18 @@ impl Member {
     }
 
     /// With this node's answer to a roll-call, the other nodes it heard
-    /// from within `node_ttl` (token 0: not theirs to prove): a node cut
+    /// from within `node_ttl`, in one note: a node cut
     /// off for a moment, or killed, keeps its number that long, as its key
     /// would in Redis, instead of losing it to the first newcomer.
     async fn others_held(&self, reply: &str) {
         let view = self.shared.nodes.view(self.config.node_ttl);
+        let mut live = [0; 16];
         for number in view.live.into_iter().filter(|&n| n != view.node) {
-            let held = Note::Held { number, token: 0 };
-            let _ = self
-                .client
-                .publish(reply.to_string(), held.encode().into())
-                .await;
+            claim::insert(&mut live, number);
+        }
+        if live != [0; 16] {
+            let seen = Note::Seen { live }.encode();
+            let _ = self.client.publish(reply.to_string(), seen.into()).await;
         }
     }
 
