@@ -9,9 +9,10 @@
 //!   with local subscribers, and the messages that come back, delivered
 //!   corked by the native fan-out.
 //! - `publisher`: every publish of this node, in order, on the same client.
-//! - `nodes`: this node's number (claimed by the rules of `claim`, pure),
-//!   its heartbeat and goodbye; node messages use `crate::nodes` as with
-//!   Redis, on the subjects of `subject::node_subject`.
+//! - `nodes`: this node's number (claimed by the rules of `claim`, pure,
+//!   with the notes of `note`), its heartbeat and goodbye; node messages
+//!   use `crate::nodes` as with Redis, on the subjects of
+//!   `subject::node_subject`.
 //!
 //! **One connection for both directions.** Redis needs a separate
 //! connection for pub/sub, so a `PUBLISH` could overtake the `SUBSCRIBE` of
@@ -34,6 +35,7 @@
 
 mod claim;
 mod nodes;
+mod note;
 mod publisher;
 pub(crate) mod subject;
 mod subscriber;

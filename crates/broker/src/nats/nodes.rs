@@ -18,7 +18,8 @@ use switchboard_runtime::Server;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::claim::{self, Action, Claim, Note};
+use super::claim::{Action, Claim};
+use super::note::{self, Note};
 use super::subject;
 use super::subscriber::{self, Arrival, Source};
 use crate::{node_wire, BrokerConfig, Shared};
@@ -180,7 +181,7 @@ impl Member {
         let view = self.shared.nodes.view(self.config.node_ttl);
         let mut live = [0; 16];
         for number in view.live.into_iter().filter(|&n| n != view.node) {
-            claim::insert(&mut live, number);
+            note::insert(&mut live, number);
         }
         if live != [0; 16] {
             let seen = Note::Seen { live }.encode();
