@@ -423,16 +423,19 @@ impl Bridge for Broker {
     }
 
     fn forward(&self, commands: &[(Destination, NodeCommand<'_>)]) -> Result<(), BridgeError> {
-        match self.home() {
-            Some(home) => home.forward(&self.config, commands),
-            None => Err(BridgeError::Unavailable),
+        match (&self.engine, self.home()) {
+            (Engine::Nats(nats), _) => nats.forward(commands),
+            (_, Some(home)) => home.forward(&self.config, commands),
+            (_, None) => Err(BridgeError::Unavailable),
         }
     }
 
     fn nodes(&self) -> NodesView {
-        self.home()
-            .map(|home| home.shared.nodes.view(self.config.node_ttl))
-            .unwrap_or_default()
+        match (&self.engine, self.home()) {
+            (Engine::Nats(nats), _) => nats.nodes(self.config.node_ttl),
+            (_, Some(home)) => home.shared.nodes.view(self.config.node_ttl),
+            (_, None) => NodesView::default(),
+        }
     }
 
     fn presence_filter(&self) -> Option<MemberFilter> {

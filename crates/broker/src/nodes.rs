@@ -17,6 +17,9 @@
 //! - channel `<prefix>\xFFnodes`: every node's heartbeats and goodbyes,
 //!   and a `publishTo` that names channels.
 //!
+//! With NATS the names, the claim and the heartbeat are `nats/nodes.rs`'s;
+//! the view, the forwarding and the handling of node messages are these.
+//!
 //! The claim runs on the broker's thread before the publisher and the
 //! subscriber start, and the broker accepts nothing before it succeeded,
 //! so `listen()` (which waits for the broker) accepts connections only
@@ -62,8 +65,8 @@ pub(crate) const HOME: &str = "\u{0}switchboard-nodes";
 /// What the broker knows of the nodes; part of [`Shared`].
 #[derive(Default)]
 pub(crate) struct Nodes {
-    /// This topology has nodes (standalone Redis servers): publishes wait
-    /// for a number. Off for a cluster and NATS, which have no nodes yet.
+    /// This topology has nodes (standalone Redis servers, NATS): publishes
+    /// wait for a number. Off for a cluster, which has no nodes yet.
     enabled: bool,
     /// This node's number; 0 until claimed.
     number: AtomicU16,
@@ -97,6 +100,23 @@ impl Nodes {
 
     pub(crate) fn number(&self) -> u16 {
         self.number.load(Ordering::Acquire)
+    }
+
+    /// The number is this node's (an engine's claim succeeded): publishes
+    /// are accepted from now on.
+    pub(crate) fn claimed(&self, n: u16) {
+        self.number.store(n, Ordering::Release);
+    }
+
+    /// Another node was found holding this node's number.
+    pub(crate) fn conflict(&self) {
+        self.conflicts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Resolves when a node not seen before was heard (`handle`): the
+    /// heartbeat answers it at once.
+    pub(crate) async fn newcomer(&self) {
+        self.wake.notified().await
     }
 
     /// The live nodes: heard from within `ttl`, and this one.
@@ -158,10 +178,11 @@ pub(crate) fn is_node_message(config: &BrokerConfig, message: &redis::Msg) -> bo
             .is_ok_and(|name| is_node_channel(config, &name))
 }
 
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     // Without the OS's randomness the clock's nanoseconds still spread
-    // the choices; the claim itself (SET NX) is what makes it safe.
+    // the choices; the claim itself (SET NX, or NATS's objections) is what
+    // makes it safe.
     if getrandom::fill(&mut bytes).is_err() {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -224,7 +245,7 @@ pub(crate) async fn claim(
                 .nodes
                 .token
                 .store(token.parse().unwrap_or(0), Ordering::Release);
-            shared.nodes.number.store(n, Ordering::Release);
+            shared.nodes.claimed(n);
             *shared.nodes.connection.lock() = Some(connection.clone());
             return Some(connection);
         }
@@ -266,7 +287,7 @@ pub(crate) async fn heartbeat(
             Ok(Ok((refreshed,))) => {
                 backoff.reset();
                 if refreshed == 0 {
-                    nodes.conflicts.fetch_add(1, Ordering::Relaxed);
+                    nodes.conflict();
                 }
             }
             _ => {
@@ -283,7 +304,7 @@ pub(crate) async fn heartbeat(
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
-            _ = nodes.wake.notified() => {}
+            _ = nodes.newcomer() => {}
         }
     }
 }
@@ -339,6 +360,25 @@ pub(crate) fn forward(
     publishes: &mpsc::Sender<Outgoing>,
     commands: &[(Destination, NodeCommand<'_>)],
 ) -> Result<(), BridgeError> {
+    forward_to(
+        shared,
+        publishes,
+        commands,
+        |destination| match destination {
+            Destination::Node(n) => node_name(config, *n),
+            Destination::Every => all_name(config),
+        },
+    )
+}
+
+/// [`forward`] for any engine: `name` spells a destination as the
+/// engine's channel (a Redis channel, a NATS subject).
+pub(crate) fn forward_to(
+    shared: &Shared,
+    publishes: &mpsc::Sender<Outgoing>,
+    commands: &[(Destination, NodeCommand<'_>)],
+    name: impl Fn(&Destination) -> Vec<u8>,
+) -> Result<(), BridgeError> {
     if commands.is_empty() {
         return Ok(());
     }
@@ -354,12 +394,8 @@ pub(crate) fn forward(
         })?;
     let ticket = shared.requested.load(Ordering::Acquire);
     for (permit, (destination, command)) in permits.zip(commands) {
-        let channel = match destination {
-            Destination::Node(n) => node_name(config, *n),
-            Destination::Every => all_name(config),
-        };
         permit.send(Outgoing {
-            channel,
+            channel: name(destination),
             message: node_wire::encode(from, command),
             history: None,
             ticket,

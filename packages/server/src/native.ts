@@ -207,7 +207,7 @@ export interface NativeStats {
   brokerNode: number;
   /** The live nodes sharing the broker (heard from within `broker.nodeTtl`), this one included, ascending; empty without a broker. */
   brokerNodes: number[];
-  /** Node messages from Redis that were malformed and ignored. */
+  /** Node messages from the broker (Redis or NATS) that were malformed and ignored. */
   brokerNodeMessagesInvalid: number;
   /** Heartbeats that found this server's node number held by another server. */
   brokerNodeConflicts: number;

@@ -274,7 +274,8 @@ export interface BrokerOptions {
   /**
    * Seconds this server's node number stays claimed in Redis without a heartbeat (one every third of it), and how long
    * the other servers count it live after its last one (docs/scale-out.md, "Nodes"). At least 1. Default 10: three
-   * heartbeats may be lost before the number is free again; a server that died is known gone within that.
+   * heartbeats may be lost before the number is free again; a server that died is known gone within that. (With NATS
+   * nothing is stored: the number is free once the others stop counting the server live.)
    */
   nodeTtl?: number;
 }

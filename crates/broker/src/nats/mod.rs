@@ -9,6 +9,10 @@
 //!   with local subscribers, and the messages that come back, delivered
 //!   corked by the native fan-out.
 //! - `publisher`: every publish of this node, in order, on the same client.
+//! - `nodes`: this node's number (claimed by the rules of `claim`, pure,
+//!   with the notes of `note`), its heartbeat and goodbye; node messages
+//!   use `crate::nodes` as with Redis, on the subjects of
+//!   `subject::node_subject`.
 //!
 //! **One connection for both directions.** Redis needs a separate
 //! connection for pub/sub, so a `PUBLISH` could overtake the `SUBSCRIBE` of
@@ -29,6 +33,9 @@
 //! changes the registry made meanwhile (it touches the client only while
 //! connected) and then accept publishes again.
 
+mod claim;
+mod nodes;
+mod note;
 mod publisher;
 pub(crate) mod subject;
 mod subscriber;
@@ -39,7 +46,7 @@ use std::time::Duration;
 
 use switchboard_pubsub::ChannelChange;
 use switchboard_runtime::stats::Stats;
-use switchboard_runtime::{BridgeError, Server};
+use switchboard_runtime::{BridgeError, Destination, NodeCommand, NodesView, Server};
 use tokio::sync::mpsc;
 
 use crate::queues::{Queues, Receivers};
@@ -93,7 +100,10 @@ impl Nats {
                 .map_err(|e| invalid(format!("{url}: {e}")))?;
             servers.push(server);
         }
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            nodes: Arc::new(crate::nodes::Nodes::enabled()),
+            ..Shared::default()
+        });
         let (queues, receivers) = Queues::new(config);
         let tasks = NatsTasks {
             servers,
@@ -118,6 +128,24 @@ impl Nats {
 
     pub(crate) fn channels_changed(&self, changes: Vec<ChannelChange>) {
         self.queues.channels_changed(&self.shared, changes);
+    }
+
+    /// Operations on other nodes' connections, on the publish queue: they
+    /// keep their order with this node's publishes.
+    pub(crate) fn forward(
+        &self,
+        commands: &[(Destination, NodeCommand<'_>)],
+    ) -> Result<(), BridgeError> {
+        let prefix = &self.prefix;
+        let publishes = self.queues.publishes();
+        crate::nodes::forward_to(&self.shared, publishes, commands, |to| match to {
+            Destination::Node(n) => subject::node_subject(prefix, *n).into_bytes(),
+            Destination::Every => subject::all_subject(prefix).into_bytes(),
+        })
+    }
+
+    pub(crate) fn nodes(&self, ttl: Duration) -> NodesView {
+        self.shared.nodes.view(ttl)
     }
 
     pub(crate) fn available(&self) -> bool {
@@ -175,6 +203,14 @@ impl NatsTasks {
             return;
         };
         self.shared.publisher_up.store(true, Ordering::Release);
+        let (arrivals, inbound) = subscriber::arrivals();
+        let membership = tokio::spawn(nodes::run(
+            client.clone(),
+            config.clone(),
+            self.shared.clone(),
+            server.clone(),
+            arrivals.clone(),
+        ));
         let publisher = tokio::spawn(publisher::run(
             client.clone(),
             config.clone(),
@@ -191,6 +227,8 @@ impl NatsTasks {
             links: link_rx,
             commands: self.queues.commands,
             publisher,
+            membership,
+            arrivals: (arrivals, inbound),
         })
         .await;
     }

@@ -81,6 +81,37 @@ pub(crate) fn channel(prefix: &str, subject: &str) -> Option<String> {
     (!name.is_empty() && again == escaped).then_some(name)
 }
 
+/// What follows the prefix in every subject of the nodes (`nats/nodes.rs`):
+/// `%%`. The escaping writes `%` only in front of two hex digits, so no
+/// channel's subject holds `%%` anywhere: a node subject can never be
+/// taken for a channel's, nor a channel's for a node's, whatever the
+/// channel is called (tested below over every name the tests build).
+const NODES: &str = "%%";
+
+/// Node `n`'s own subject: operations on its connections.
+pub(crate) fn node_subject(prefix: &str, n: u16) -> String {
+    format!("{prefix}{NODES}node.{n}")
+}
+
+/// The subject every node subscribes: heartbeats, goodbyes, and
+/// `publishTo`s that name channels.
+pub(crate) fn all_subject(prefix: &str) -> String {
+    format!("{prefix}{NODES}nodes")
+}
+
+/// The subject of the number claims (roll-calls, claims, and the
+/// heartbeats' proofs of ownership, `nats/claim.rs`).
+pub(crate) fn claim_subject(prefix: &str) -> String {
+    format!("{prefix}{NODES}claim")
+}
+
+/// A claiming node's inbox for the answers, named by its random token
+/// (under the prefix, so one NATS permission covers everything of
+/// Switchboard's, unlike `_INBOX.>`).
+pub(crate) fn inbox_subject(prefix: &str, token: u64) -> String {
+    format!("{prefix}{NODES}inbox.{token:016x}")
+}
+
 /// Whether `prefix` can stand in front of every escaped name: plain bytes
 /// and `.`, no empty token (no `.` first, no `..`), no wildcard token.
 /// It may end with `.` (`switchboard.`, the default) or not.
@@ -183,7 +214,33 @@ mod tests {
                 seen.insert(subject("sb.", name)),
                 "two names share {name:?}'s subject"
             );
+            // Never a node subject, whatever the prefix ends with.
+            assert!(!subject("", name).contains(NODES), "{name:?}");
         }
+    }
+
+    #[test]
+    fn node_subjects_are_literal_and_no_channel() {
+        for prefix in ["", "sb.", "switchboard:", "app.v1."] {
+            let names = [
+                node_subject(prefix, 1),
+                node_subject(prefix, 1023),
+                all_subject(prefix),
+                claim_subject(prefix),
+                inbox_subject(prefix, u64::MAX),
+            ];
+            for s in &names {
+                assert!(literal_subject(s), "{s}");
+                assert_eq!(channel(prefix, s), None, "{s} read as a channel");
+            }
+            assert_eq!(
+                names.iter().collect::<std::collections::HashSet<_>>().len(),
+                5
+            );
+        }
+        // The channels spelled like them are escaped away from them.
+        assert_eq!(subject("sb.", "%%nodes"), "sb.%25%25nodes");
+        assert_eq!(node_subject("sb.", 7), "sb.%%node.7");
     }
 
     #[test]

@@ -14,6 +14,10 @@
 //! away are kept in `Wanted` and applied once the `Connected` event comes
 //! (the client itself sent the SUBs it already held first). Only then are
 //! publishes accepted again, and tickets confirmed.
+//!
+//! Node messages (this node's subject and the one every node shares,
+//! subscribed by `nats/nodes.rs`) come through the same queue and are
+//! applied in the same corked batches (`crate::nodes::handle`).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -52,10 +56,29 @@ pub(crate) struct Setup {
     pub(crate) links: mpsc::UnboundedReceiver<bool>,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) publisher: tokio::task::JoinHandle<()>,
+    /// This node's claim and heartbeat (`nats/nodes.rs`), ended at the
+    /// goodbye.
+    pub(crate) membership: tokio::task::JoinHandle<()>,
+    /// What the subscriptions receive (both ends: the node subscriptions
+    /// feed it too).
+    pub(crate) arrivals: (mpsc::Sender<Arrival>, mpsc::Receiver<Arrival>),
 }
 
-/// A message that came back, with its channel.
-type Arrival = (Arc<str>, Bytes);
+/// Where a message came from.
+#[derive(Clone)]
+pub(crate) enum Source {
+    Channel(Arc<str>),
+    /// A node subject (`subject::node_subject`, `subject::all_subject`).
+    Nodes,
+}
+
+/// A message that came back, with where it came from.
+pub(crate) type Arrival = (Source, Bytes);
+
+/// The queue of arrivals, for `Setup::arrivals`.
+pub(crate) fn arrivals() -> (mpsc::Sender<Arrival>, mpsc::Receiver<Arrival>) {
+    mpsc::channel(INBOUND)
+}
 
 struct Task {
     client: async_nats::Client,
@@ -85,8 +108,9 @@ pub(crate) async fn run(setup: Setup) {
         mut links,
         mut commands,
         publisher,
+        membership,
+        arrivals: (arrivals, mut inbound),
     } = setup;
-    let (arrivals, mut inbound) = mpsc::channel(INBOUND);
     let mut task = Task {
         client,
         config,
@@ -137,13 +161,13 @@ pub(crate) async fn run(setup: Setup) {
                     }
                 }
                 if shutdown {
-                    return task.goodbye(publisher).await;
+                    return task.goodbye(publisher, membership).await;
                 }
                 task.sync().await;
             }
             received = inbound.recv_many(&mut batch, BATCH) => {
                 if received == 0 || task.deliver(&mut batch).is_err() {
-                    return task.goodbye(publisher).await;
+                    return task.goodbye(publisher, membership).await;
                 }
             }
             _ = due => task.sync().await,
@@ -198,7 +222,7 @@ impl Task {
                 };
             let (stop, stopped) = oneshot::channel();
             tokio::spawn(forward(
-                name.clone(),
+                Source::Channel(name.clone()),
                 subscriber,
                 stopped,
                 self.arrivals.clone(),
@@ -218,7 +242,14 @@ impl Task {
     fn deliver(&self, batch: &mut Vec<Arrival>) -> Result<(), Gone> {
         let server = self.server.upgrade().ok_or(Gone)?;
         switchboard_runtime::cork();
-        for (channel, payload) in batch.drain(..) {
+        for (source, payload) in batch.drain(..) {
+            let channel = match source {
+                Source::Channel(channel) => channel,
+                Source::Nodes => {
+                    crate::nodes::handle(&server, &self.shared, &payload);
+                    continue;
+                }
+            };
             let Some(decoded) = wire::decode(&payload) else {
                 continue;
             };
@@ -230,16 +261,22 @@ impl Task {
         Ok(())
     }
 
-    /// Leave NATS at shutdown: the publisher sends what it accepted, then
-    /// every subscription is dropped (`drain`: UNSUB for each, then the
-    /// connection closes); each step within `connect_timeout`.
-    async fn goodbye(mut self, publisher: tokio::task::JoinHandle<()>) {
+    /// Leave NATS at shutdown: the publisher sends what it accepted, the
+    /// node says goodbye, then every subscription is dropped (`drain`:
+    /// UNSUB for each, then the connection closes); each step within
+    /// `connect_timeout`.
+    async fn goodbye(
+        mut self,
+        publisher: tokio::task::JoinHandle<()>,
+        membership: tokio::task::JoinHandle<()>,
+    ) {
         self.shared.subscriber_up.store(false, Ordering::Release);
         // Nothing more will be subscribed here: publishes waiting for a
         // subscription of this node go to the others.
         crate::cluster::confirm(&self.shared, u64::MAX);
         let timeout = self.config.connect_timeout;
         let _ = tokio::time::timeout(timeout, publisher).await;
+        super::nodes::leave(&self.client, &self.config, &self.shared, membership).await;
         let client = self.client.clone();
         let leave = async move {
             client.flush().await.ok()?;
@@ -254,8 +291,8 @@ impl Task {
 
 /// Move one subscription's messages, in order, to the shared queue, until
 /// told to stop (then unsubscribe) or the client ends.
-async fn forward(
-    channel: Arc<str>,
+pub(crate) async fn forward(
+    source: Source,
     mut subscriber: async_nats::Subscriber,
     mut stop: oneshot::Receiver<()>,
     arrivals: mpsc::Sender<Arrival>,
@@ -269,7 +306,7 @@ async fn forward(
             }
             message = subscriber.next() => {
                 let Some(message) = message else { return };
-                if arrivals.send((channel.clone(), message.payload)).await.is_err() {
+                if arrivals.send((source.clone(), message.payload)).await.is_err() {
                     return;
                 }
             }
