@@ -152,7 +152,8 @@ impl BrokerConfig {
         [key(first), key(second)]
     }
 
-    fn braced(&self) -> bool {
+    /// A cluster: channels (and the nodes' names) carry a hash tag.
+    pub(crate) fn braced(&self) -> bool {
         matches!(self.topology, Topology::Cluster(_))
     }
 

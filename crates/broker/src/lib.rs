@@ -424,16 +424,20 @@ impl Bridge for Broker {
     }
 
     fn forward(&self, commands: &[(Destination, NodeCommand<'_>)]) -> Result<(), BridgeError> {
-        match self.home() {
-            Some(home) => home.forward(&self.config, commands),
-            None => Err(BridgeError::Unavailable),
+        match (&self.engine, self.home()) {
+            (Engine::Cluster(cluster), _) => cluster.forward(&self.config, commands),
+            (_, Some(home)) => home.forward(&self.config, commands),
+            (_, None) => Err(BridgeError::Unavailable),
         }
     }
 
     fn nodes(&self) -> NodesView {
-        self.home()
-            .map(|home| home.shared.nodes.view(self.config.node_ttl))
-            .unwrap_or_default()
+        match (&self.engine, self.home()) {
+            (Engine::Cluster(cluster), _) => cluster.nodes(self.config.node_ttl),
+            (_, home) => home
+                .map(|home| home.shared.nodes.view(self.config.node_ttl))
+                .unwrap_or_default(),
+        }
     }
 
     fn presence_filter(&self) -> Option<MemberFilter> {
@@ -491,8 +495,9 @@ impl Bridge for Broker {
 }
 
 impl Broker {
-    /// The shard that carries the nodes' keys and channels, if the
-    /// topology has nodes (standalone servers; not a cluster or NATS yet).
+    /// The shard that carries the nodes' keys and channels, with standalone
+    /// servers (a cluster's are at its nodes' slot's master,
+    /// `cluster::nodes`; NATS has no nodes yet).
     fn home(&self) -> Option<&Shard> {
         match &self.engine {
             Engine::Sharded { shards, home, .. } => Some(&shards[*home]),
