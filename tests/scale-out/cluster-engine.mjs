@@ -29,8 +29,8 @@ export const cluster = {
   },
   startNode: startClusterNode,
   freshPrefix: () => `sbcl${process.pid}x${++runs}:`,
-  /** The sharded channel of `channel`: its name is the hash tag. */
-  redisName: (prefix, channel) => `${prefix}{${channel}}`,
+  /** The sharded channel of `channel`: its name is the hash tag; a presence events channel's is its watched channel's. */
+  redisName: (prefix, channel) => (channel.startsWith('$presence:') ? `${prefix}{${channel.slice('$presence:'.length)}}$presence` : `${prefix}{${channel}}`),
   subscribers: (server, name) => server.shardNumsub(name),
   async nodeKeys(server, prefix) {
     const script = "local out = {} for _, k in ipairs(redis.call('KEYS', ARGV[1] .. '{\\255}node:*')) do table.insert(out, string.sub(k, #ARGV[1] + 9)) end return out";

@@ -56,6 +56,7 @@ impl Inbound {
         let Some(channel) = self.config.channel_of(redis_channel) else {
             return;
         };
+        let channel = &*channel;
         let Some(decoded) = wire::decode(payload) else {
             return;
         };

@@ -20,7 +20,9 @@
 //! subscribers'), `sessions` (HTTP sessions as keys, on the query
 //! connection), `backoff`; `queues` (the callers' queues to an engine's
 //! tasks, alike for every engine); `queries` (presence, history and
-//! recovery, answered from the broker's thread); `nodes` (this node's
+//! recovery, answered from the broker's thread); `presence` (the members
+//! task), `presence_scripts` (its Lua) and `presence_store` (where its
+//! commands run); `nodes` (this node's
 //! number, its heartbeat, operations on other nodes' connections) and
 //! `node_wire` (their message format); `nats` carries the channels through
 //! NATS instead (no history).
@@ -34,6 +36,8 @@ mod nats;
 pub mod node_wire;
 mod nodes;
 pub mod presence;
+mod presence_scripts;
+mod presence_store;
 mod probe;
 mod publisher;
 mod queries;
@@ -239,10 +243,17 @@ impl Broker {
         };
         let presence = match (&engine, config.presence.is_empty()) {
             (_, true) => None,
-            (Engine::Cluster(_) | Engine::Nats(_), false) => {
+            (Engine::Nats(_), false) => {
                 return Err(invalid(
-                    "presence needs standalone Redis servers; a Redis Cluster or NATS does not keep it yet",
+                    "presence is kept in Redis; NATS does not keep it (give broker.redis or broker.cluster)",
                 ));
+            }
+            (Engine::Cluster(cluster), false) => {
+                let (store, nodes) = cluster.presence_store(&config);
+                let (commands, receiver) = mpsc::unbounded_channel();
+                let task = presence::Task::new(config.clone(), store, node, Some(nodes));
+                let running = handle.spawn(task.run(receiver));
+                Some((Presences { commands }, running))
             }
             (
                 Engine::Sharded {
@@ -253,14 +264,15 @@ impl Broker {
                 false,
             ) => {
                 let readers: Vec<Arc<Reader>> = shards.iter().map(|s| s.reader.clone()).collect();
-                let nodes = (
-                    shards[*home].shared.nodes.clone(),
-                    shards[*home].reader.clone(),
-                );
+                let nodes = shards[*home].shared.nodes.clone();
                 let route = route.clone();
-                let route: presence::Route = Arc::new(move |c| readers[route.pick(c)].clone());
+                let store = presence_store::Servers {
+                    route: Arc::new(move |c| readers[route.pick(c)].clone()),
+                    home: shards[*home].reader.clone(),
+                    timeout: config.connect_timeout,
+                };
                 let (commands, receiver) = mpsc::unbounded_channel();
-                let task = presence::Task::new(config.clone(), route, node, Some(nodes));
+                let task = presence::Task::new(config.clone(), Box::new(store), node, Some(nodes));
                 let running = handle.spawn(task.run(receiver));
                 Some((Presences { commands }, running))
             }

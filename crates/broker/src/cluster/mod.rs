@@ -34,6 +34,7 @@
 
 mod map;
 mod nodes;
+mod presence;
 mod publisher;
 mod reader;
 mod redirect;

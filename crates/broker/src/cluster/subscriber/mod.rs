@@ -318,6 +318,7 @@ impl Task {
                 let Some(name) = self.config.channel_of(&channel) else {
                     return;
                 };
+                let name = &*name;
                 let Some((at, phase)) = self.placed.get_mut(name) else {
                     return;
                 };
@@ -342,6 +343,7 @@ impl Task {
                 let Some(name) = self.config.channel_of(&channel) else {
                     return;
                 };
+                let name = &*name;
                 if self
                     .placed
                     .get(name)
