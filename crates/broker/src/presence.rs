@@ -344,7 +344,7 @@ impl Task {
             }
         }
         Call {
-            channel: Arc::from(channel),
+            channel: channel.clone(),
             command,
         }
     }
@@ -391,7 +391,7 @@ enum Write {
 }
 
 impl Write {
-    fn channel(&self) -> &str {
+    fn channel(&self) -> &Arc<str> {
         match self {
             Write::Join(c, _) | Write::Leave(c, _) | Write::Sweep(c) | Write::Evict(c, _) => c,
         }

@@ -13,6 +13,7 @@
 //! gone change nothing and publish nothing, a sweep or an eviction finds
 //! nothing left to do.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::future::join_all;
@@ -43,24 +44,26 @@ impl ClusterStore {
 impl Store for ClusterStore {
     fn write(&self, calls: Vec<Call>) -> Pending<'_, ()> {
         Box::pin(async move {
-            // Each channel's calls in order, the channels side by side
-            // (their masters' connections pipeline what is in flight).
+            // Each channel's calls in order, as one pipeline at its
+            // master, the channels side by side.
+            // (A refresh writes every channel: found by a map, not a scan.)
             let mut channels: Vec<(Arc<str>, Vec<redis::Cmd>)> = Vec::new();
+            let mut index: HashMap<Arc<str>, usize> = HashMap::new();
             for call in calls {
-                match channels.iter_mut().find(|(c, _)| *c == call.channel) {
-                    Some((_, commands)) => commands.push(call.command),
-                    None => channels.push((call.channel, vec![call.command])),
+                match index.get(&call.channel) {
+                    Some(&i) => channels[i].1.push(call.command),
+                    None => {
+                        index.insert(call.channel.clone(), channels.len());
+                        channels.push((call.channel, vec![call.command]));
+                    }
                 }
             }
-            join_all(channels.iter().map(|(channel, commands)| async move {
+            let deadline = Instant::now() + self.config.connect_timeout;
+            join_all(channels.iter().map(|(channel, commands)| {
                 let slot = self.slot(channel);
-                for command in commands {
-                    // A failure is left to the next refresh.
-                    let _ = self
-                        .reader
-                        .query(slot, command, &self.scripts, self.deadline())
-                        .await;
-                }
+                // A failure is left to the next refresh.
+                self.reader
+                    .write_all(slot, commands, &self.scripts, deadline)
             }))
             .await;
         })

@@ -157,6 +157,63 @@ impl ClusterReader {
         Err(QueryError::Unavailable)
     }
 
+    /// Run `calls`, all of `slot`, at its master as one pipeline (a
+    /// refresh of a channel's members is one round trip, not one per
+    /// member). From the first one answered with a redirect (which did
+    /// not run, and neither did those after it: a slot moves, a script
+    /// cache empties, at one moment), they go again one by one through
+    /// `query`, in order. If the pipeline itself failed they all do:
+    /// only for calls that may run twice. The answers are dropped, for
+    /// writes whose failure the caller leaves to its next round.
+    pub(crate) async fn write_all(
+        &self,
+        slot: u16,
+        calls: &[redis::Cmd],
+        scripts: &[&str],
+        deadline: Instant,
+    ) {
+        let mut first_failed = 0;
+        let owner = self
+            .shared
+            .view
+            .read()
+            .map
+            .owner_addr(slot)
+            .map(str::to_owned);
+        if let Some(addr) = owner {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Ok(Some(mut connection)) =
+                tokio::time::timeout(left, self.connection(&addr)).await
+            {
+                let mut pipe = redis::pipe();
+                for call in calls {
+                    pipe.add_command(call.clone());
+                }
+                let sent = connection.req_packed_commands(&pipe, 0, calls.len());
+                let left = deadline.saturating_duration_since(Instant::now());
+                match tokio::time::timeout(left, sent).await {
+                    Ok(Ok(answers)) if answers.len() == calls.len() => {
+                        first_failed = answers
+                            .iter()
+                            .position(|answer| match answer {
+                                redis::Value::ServerError(error) => {
+                                    Redirect::of(error) != Redirect::Refused
+                                }
+                                _ => false,
+                            })
+                            .unwrap_or(calls.len());
+                    }
+                    _ => {
+                        self.connections.lock().await.remove(&addr);
+                    }
+                }
+            }
+        }
+        for call in &calls[first_failed..] {
+            let _ = self.query(slot, call, scripts, Some(deadline)).await;
+        }
+    }
+
     async fn connection(&self, addr: &str) -> Option<MultiplexedConnection> {
         let mut connections = self.connections.lock().await;
         if let Some(connection) = connections.get(addr) {
