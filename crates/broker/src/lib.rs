@@ -241,6 +241,8 @@ impl Broker {
                 (Engine::Nats(nats), Tasks::Nats(task))
             }
         };
+        // Where the presence task's commands run, and the nodes' view its
+        // evictions follow.
         let presence = match (&engine, config.presence.is_empty()) {
             (_, true) => None,
             (Engine::Nats(_), false) => {
@@ -248,13 +250,7 @@ impl Broker {
                     "presence is kept in Redis; NATS does not keep it (give broker.redis or broker.cluster)",
                 ));
             }
-            (Engine::Cluster(cluster), false) => {
-                let (store, nodes) = cluster.presence_store(&config);
-                let (commands, receiver) = mpsc::unbounded_channel();
-                let task = presence::Task::new(config.clone(), store, node, Some(nodes));
-                let running = handle.spawn(task.run(receiver));
-                Some((Presences { commands }, running))
-            }
+            (Engine::Cluster(cluster), false) => Some(cluster.presence_store(&config)),
             (
                 Engine::Sharded {
                     shards,
@@ -264,19 +260,21 @@ impl Broker {
                 false,
             ) => {
                 let readers: Vec<Arc<Reader>> = shards.iter().map(|s| s.reader.clone()).collect();
-                let nodes = shards[*home].shared.nodes.clone();
                 let route = route.clone();
                 let store = presence_store::Servers {
                     route: Arc::new(move |c| readers[route.pick(c)].clone()),
                     home: shards[*home].reader.clone(),
                     timeout: config.connect_timeout,
                 };
-                let (commands, receiver) = mpsc::unbounded_channel();
-                let task = presence::Task::new(config.clone(), Box::new(store), node, Some(nodes));
-                let running = handle.spawn(task.run(receiver));
-                Some((Presences { commands }, running))
+                let store: Box<dyn presence_store::Store> = Box::new(store);
+                Some((store, shards[*home].shared.nodes.clone()))
             }
         };
+        let presence = presence.map(|(store, nodes)| {
+            let (commands, receiver) = mpsc::unbounded_channel();
+            let task = presence::Task::new(config.clone(), store, node, Some(nodes));
+            (Presences { commands }, handle.spawn(task.run(receiver)))
+        });
         let (presence, presence_task) = match presence {
             Some((presence, task)) => (Some(presence), Some(task)),
             None => (None, None),
