@@ -553,11 +553,10 @@ mod tests {
             "",
             "}",
             "{",
-            "\u{ff}",
             "\u{ff}}node:1",
             "node:1",
             "{\u{ff}}nodes",
-            "ÿ",
+            "$presence:",
         ];
         for channel in names {
             let redis = config.redis_channel(channel);
