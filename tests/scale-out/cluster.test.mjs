@@ -3,7 +3,7 @@
 // channel `c` is the sharded channel `<prefix>{c}` on its slot's master.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { cli, collect, movableClient, readonly, recoverAcrossNodes, sleep, startCluster, startClusterNode, until, wsClient } from './helpers.mjs';
+import { cli, collect, movableClient, readonly, recoverAcrossNodes, sleep, startCluster, startClusterNode, syncedReplica, until, wsClient } from './helpers.mjs';
 
 const prefix = `sbcluster${process.pid}:`;
 const key = (c) => `${prefix}{${c}}`;
@@ -11,20 +11,6 @@ const key = (c) => `${prefix}{${c}}`;
 /** `<tag>:<i>` messages of one publisher, in the order received. */
 const of = (received, tag) => received.map((m) => JSON.parse(m)).filter((m) => m.startsWith(`${tag}:`)).map((m) => Number(m.split(':')[1]));
 const increasing = (list) => list.every((v, i) => i === 0 || v > list[i - 1]);
-
-/**
- * The port of a replica of `master`, once it is in sync with it.
- * `--cluster create` attaches replicas a moment after the slots are served.
- */
-async function syncedReplica(cluster, master) {
-  const replica = await until(async () => {
-    const nodes = (await cluster.cli('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '));
-    return nodes.find(([, , flags, masterId]) => flags.includes('slave') && masterId === master.id);
-  }, 'a replica of the master', 20_000);
-  const replicaPort = Number(replica[1].split(':')[1].split('@')[0]);
-  await until(async () => /master_link_status:up/.test(await cli(replicaPort, 'INFO', 'replication')), 'the replica in sync', 20_000);
-  return replicaPort;
-}
 
 test('sharded pub/sub across three nodes: channels on every master, one order per channel, and a slot migration under traffic', { timeout: 120_000 }, async (t) => {
   const cluster = await startCluster(t, { masters: 3 });

@@ -182,12 +182,17 @@ export async function cli(port, ...args) {
 
 /** One command on a cluster replica, after READONLY (so it answers for its master's slots); the reply, trimmed. */
 export async function readonly(port, ...args) {
-  const input = `READONLY\n${args.map((a) => JSON.stringify(a)).join(' ')}\n`;
+  const stdout = await piped(port, `READONLY\n${args.map((a) => JSON.stringify(a)).join(' ')}\n`);
+  return stdout.split('\n').slice(1).join('\n').trim();
+}
+
+/** Commands given to redis-cli on its standard input, which reads quoted arguments with `\xHH` escapes (binary keys); its output. */
+export async function piped(port, input) {
   const { stdout } = await new Promise((resolve, reject) => {
     const child = execFile('redis-cli', ['-h', '127.0.0.1', '-p', String(port)], { timeout: 10_000 }, (error, stdout) => (error ? reject(error) : resolve({ stdout })));
     child.stdin.end(input);
   });
-  return stdout.split('\n').slice(1).join('\n').trim();
+  return stdout;
 }
 
 /**
@@ -271,9 +276,13 @@ export async function startCluster(t, { masters = 3, replicas = 0 } = {}) {
       await cli(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id);
       for (;;) {
         if (!keys) break;
-        const found = (await cli(from.port, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')).split('\n').filter(Boolean);
+        // Quoted as redis-cli shows them (`--no-raw`), so binary keys
+        // (the nodes', `<prefix>{\xFF}...`) survive the trip.
+        const listed = await cli(from.port, '--no-raw', 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100');
+        const found = listed.split('\n').map((line) => /^\d+\) (".*")$/.exec(line)?.[1]).filter(Boolean);
         if (found.length === 0) break;
-        await cli(from.port, 'MIGRATE', '127.0.0.1', String(to.port), '', '0', '5000', 'KEYS', ...found);
+        const migrated = await piped(from.port, `MIGRATE 127.0.0.1 ${to.port} "" 0 5000 KEYS ${found.join(' ')}\n`);
+        assert.equal(migrated.trim(), 'OK', `MIGRATE: ${migrated}`);
         await during?.();
       }
       await cli(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
@@ -285,6 +294,20 @@ export async function startCluster(t, { masters = 3, replicas = 0 } = {}) {
     },
   };
   return cluster;
+}
+
+/**
+ * The port of a replica of `master`, once it is in sync with it.
+ * `--cluster create` attaches replicas a moment after the slots are served.
+ */
+export async function syncedReplica(cluster, master) {
+  const replica = await until(async () => {
+    const nodes = (await cluster.cli('CLUSTER', 'NODES')).split('\n').map((l) => l.split(' '));
+    return nodes.find(([, , flags, masterId]) => flags.includes('slave') && masterId === master.id);
+  }, 'a replica of the master', 20_000);
+  const replicaPort = Number(replica[1].split(':')[1].split('@')[0]);
+  await until(async () => /master_link_status:up/.test(await cli(replicaPort, 'INFO', 'replication')), 'the replica in sync', 20_000);
+  return replicaPort;
 }
 
 /**

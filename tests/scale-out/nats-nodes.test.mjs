@@ -7,8 +7,27 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { natsWire } from '../helpers/nats-wire.mjs';
-import { claimAndKnow, directSends, leaveAndKill, malformedAndDown, natsNodes as engine, perUserAddressing, publishToAcrossNodes, stats } from './node-scenarios.mjs';
+import { nats } from './engines.mjs';
 import { until } from './helpers.mjs';
+import * as scenarios from './node-scenarios.mjs';
+
+const { stats } = scenarios;
+
+/** NATS: node subjects are `<prefix>%%node.<n>` and `<prefix>%%nodes`; nothing is stored. */
+const engine = {
+  ...nats,
+  nodeKeys: null,
+  // The client queues each subscription apart: no channel keeps its order
+  // with the node messages (docs/scale-out.md).
+  orderedChannel: async () => null,
+  /** NATS does not say how many got it. */
+  publishRaw: async (t, server, prefix, to, payload) => {
+    const wire = await natsWire(t, server);
+    wire.publish(to === 'all' ? `${prefix}%%nodes` : `${prefix}%%node.${to}`, payload);
+    await wire.flush();
+    return null;
+  },
+};
 
 const ROLL_CALL = 1;
 const CLAIM = 2;
@@ -50,7 +69,7 @@ async function nodeAndWire(t) {
 }
 
 test('NATS: three nodes started at once claim distinct numbers, know each other, and subscribe their node subjects', async (t) => {
-  const { server, prefix, numbers } = await claimAndKnow(t, engine);
+  const { server, prefix, numbers } = await scenarios.claimAndKnow(t, engine);
   const subscribed = Object.values(await server.subscriptions()).flat();
   for (const n of numbers) assert.ok(subscribed.includes(`${prefix}%%node.${n}`), `node ${n}'s own subject`);
   for (const shared of ['nodes', 'claim']) {
@@ -58,15 +77,15 @@ test('NATS: three nodes started at once claim distinct numbers, know each other,
   }
 });
 
-test('NATS: cross-node direct sends: send, subscribe, unsubscribe and close by id', (t) => directSends(t, engine));
+test('NATS: cross-node direct sends: send, subscribe, unsubscribe and close by id', (t) => scenarios.directSends(t, engine));
 
-test('NATS: publishTo across nodes: channels and ids of every node, each recipient once', (t) => publishToAcrossNodes(t, engine));
+test('NATS: publishTo across nodes: channels and ids of every node, each recipient once', (t) => scenarios.publishToAcrossNodes(t, engine));
 
-test('NATS: cross-node publish to a personal channel reaches the user on every node', (t) => perUserAddressing(t, engine));
+test('NATS: cross-node publish to a personal channel reaches the user on every node', (t) => scenarios.perUserAddressing(t, engine));
 
-test('NATS: a node that leaves gracefully is dropped at once; a killed one after nodeTtl', (t) => leaveAndKill(t, engine));
+test('NATS: a node that leaves gracefully is dropped at once; a killed one after nodeTtl', (t) => scenarios.leaveAndKill(t, engine));
 
-test('NATS: malformed node messages are counted and ignored; NATS down refuses sends to other nodes', (t) => malformedAndDown(t, engine));
+test('NATS: malformed node messages are counted and ignored; NATS down refuses sends to other nodes', (t) => scenarios.malformedAndDown(t, engine));
 
 test('NATS: a newcomer claims a number nobody answered the roll-call with', async (t) => {
   const server = await engine.start(t);

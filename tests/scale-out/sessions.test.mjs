@@ -11,30 +11,20 @@ import { fileURLToPath } from 'node:url';
 import { Server, MAX_SESSION_ID_LENGTH } from 'switchboard';
 import { startRedis } from '../helpers/redis.mjs';
 import { sleep, until } from './helpers.mjs';
-import { sessionRoutes } from '../fixtures/session-app.mjs';
+import { Client, startSessionServer } from './session-helpers.mjs';
 
 const nodeFixture = fileURLToPath(new URL('../fixtures/session-node.mjs', import.meta.url));
 let runs = 0;
 const freshPrefix = () => `sbsess${process.pid}x${++runs}:`;
 
 /** A server in this process (workers: 0) with the session routes; its handlerError reports are kept. */
-async function startLocal(t, redis, prefix, options = {}) {
-  const server = new Server({ workers: 0, broker: { redis: redis.url, prefix, connectTimeout: 0.5, maxReconnectDelay: 0.2 } });
-  const store = sessionRoutes(server.app, options);
-  const reports = [];
-  server.on('handlerError', (error) => reports.push(error));
-  await server.listen(0);
-  t.after(() => server.close({ drainTimeout: 200 }));
-  return { server, store, reports, base: `http://127.0.0.1:${server.port}` };
+function startLocal(t, redis, prefix, options = {}) {
+  return startSessionServer(t, { redis: redis.url, prefix, connectTimeout: 0.5, maxReconnectDelay: 0.2 }, options);
 }
 
 /** A server in this process sharding over several standalone Redis servers. */
 async function startSharded(t, servers, prefix) {
-  const server = new Server({ workers: 0, broker: { redis: servers.map((r) => r.url), prefix, connectTimeout: 0.5 } });
-  sessionRoutes(server.app);
-  await server.listen(0);
-  t.after(() => server.close({ drainTimeout: 200 }));
-  return `http://127.0.0.1:${server.port}`;
+  return (await startSessionServer(t, { redis: servers.map((r) => r.url), prefix, connectTimeout: 0.5 })).base;
 }
 
 /** A server as a child process with two workers. */
@@ -47,36 +37,6 @@ async function startChild(t, redis, prefix) {
   const [ready] = await once(child, 'message');
   assert.equal(ready.ready, true);
   return { child, base: `http://127.0.0.1:${ready.port}` };
-}
-
-/** A client with one cookie, `sid`, as Set-Cookie leaves it. */
-class Client {
-  constructor(cookie) {
-    this.cookie = cookie;
-  }
-
-  async fetch(base, path, method = 'GET', close = false) {
-    const headers = { ...(this.cookie ? { cookie: `sid=${this.cookie}` } : {}), ...(close ? { connection: 'close' } : {}) };
-    const response = await fetch(`${base}${path}`, { method, headers });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      if (!pair.startsWith('sid=')) continue;
-      this.cookie = /Max-Age=0/.test(line) ? undefined : pair.slice(4);
-    }
-    return response;
-  }
-
-  async json(base, path, method = 'GET', close = false) {
-    const response = await this.fetch(base, path, method, close);
-    const body = await response.text();
-    assert.equal(response.status, 200, `${method} ${path}: ${response.status} ${body}`);
-    return JSON.parse(body);
-  }
-
-  /** The id inside the signed cookie. */
-  get sid() {
-    return this.cookie && /^s:([A-Za-z0-9_-]{32})\./.exec(decodeURIComponent(this.cookie))?.[1];
-  }
 }
 
 test('a session made by one server is read by another process, and shared by its two workers', async (t) => {
@@ -283,11 +243,11 @@ test('the store refuses bad ids, TTLs and sizes with clear codes', async (t) => 
   assert.throws(() => server.sessionStore({ prefix: 7 }), { code: 'ERR_INVALID_OPTION' });
 });
 
-test('without a broker, or with a cluster or NATS, making the store throws ERR_INVALID_OPTION; before listen its calls reject', async (t) => {
+test('without a broker, or with NATS, making the store throws ERR_INVALID_OPTION; before listen its calls reject', async (t) => {
   assert.throws(() => new Server({ workers: 0 }).sessionStore(), { code: 'ERR_INVALID_OPTION', message: /give the server a broker/ });
   assert.throws(() => new Server({ workers: 0 }).app.sessionStore(), { code: 'ERR_INVALID_OPTION' });
   assert.throws(() => new Server({ workers: 0, broker: { nats: 'nats://127.0.0.1:4222' } }).sessionStore(), { code: 'ERR_INVALID_OPTION', message: /NATS/ });
-  assert.throws(() => new Server({ workers: 0, broker: { cluster: 'redis://127.0.0.1:7000' } }).sessionStore(), { code: 'ERR_INVALID_OPTION', message: /Cluster/ });
+  assert.equal(new Server({ workers: 0, broker: { cluster: 'redis://127.0.0.1:7000', prefix: 'c:' } }).sessionStore().prefix, 'c:session:', 'a cluster keeps sessions');
   const idle = new Server({ workers: 0, broker: { redis: 'redis://127.0.0.1:1', prefix: 'app:' } });
   const store = idle.sessionStore();
   assert.equal(store.prefix, 'app:session:', 'under the broker prefix');

@@ -1,8 +1,13 @@
 //! The broker's options: every limit named, with its default and reason.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::topology::Topology;
+
+/// In a cluster, the end of a presence events channel's Redis name
+/// (`ClusterNames`).
+const EVENTS_MARK: &str = "$presence";
 
 /// How a server reaches Redis and how it uses it.
 #[derive(Clone, Debug)]
@@ -138,21 +143,28 @@ impl BrokerConfig {
         self.tagged_keys(channel, ":history", ":meta")
     }
 
-    /// `<prefix>{<channel>}<suffix>` for two suffixes: keys of one slot.
+    /// `<prefix>{<channel>}<suffix>` for two suffixes: keys of one slot
+    /// (in a cluster, `<prefix>{<tag>}<mark><suffix>`, `cluster_tag`).
     fn tagged_keys(&self, channel: &str, first: &str, second: &str) -> [Vec<u8>; 2] {
+        let (tag, mark) = match self.braced() {
+            true => cluster_tag(channel),
+            false => (channel, ""),
+        };
         let key = |suffix: &str| {
-            let mut key = Vec::with_capacity(self.prefix.len() + channel.len() + 12);
+            let mut key = Vec::with_capacity(self.prefix.len() + channel.len() + 24);
             key.extend_from_slice(self.prefix.as_bytes());
             key.push(b'{');
-            key.extend_from_slice(channel.as_bytes());
+            key.extend_from_slice(tag.as_bytes());
             key.push(b'}');
+            key.extend_from_slice(mark.as_bytes());
             key.extend_from_slice(suffix.as_bytes());
             key
         };
         [key(first), key(second)]
     }
 
-    fn braced(&self) -> bool {
+    /// A cluster: channels (and the nodes' names) carry a hash tag.
+    pub(crate) fn braced(&self) -> bool {
         matches!(self.topology, Topology::Cluster(_))
     }
 
@@ -162,26 +174,53 @@ impl BrokerConfig {
     /// (`<prefix>{<channel>}:...`) will share. A name that holds a `}`
     /// ends the tag early; every node computes the same slot from the same
     /// name, so that changes which slot, not whether nodes agree.
+    ///
+    /// In a cluster a presence events channel, `$presence:<c>`, is
+    /// `<prefix>{<c>}$presence`: in the slot of `c`, whose presence
+    /// scripts publish on it (a script touches one slot).
     pub(crate) fn redis_channel(&self, channel: &str) -> Vec<u8> {
         let mut name = Vec::with_capacity(self.prefix.len() + channel.len() + 2);
         name.extend_from_slice(self.prefix.as_bytes());
         if self.braced() {
+            let (tag, mark) = cluster_tag(channel);
             name.push(b'{');
-        }
-        name.extend_from_slice(channel.as_bytes());
-        if self.braced() {
+            name.extend_from_slice(tag.as_bytes());
             name.push(b'}');
+            name.extend_from_slice(mark.as_bytes());
+        } else {
+            name.extend_from_slice(channel.as_bytes());
         }
         name
     }
 
-    /// The channel a Redis channel carries, if it is one of ours.
-    pub(crate) fn channel_of<'a>(&self, redis_channel: &'a [u8]) -> Option<&'a str> {
-        let mut name = redis_channel.strip_prefix(self.prefix.as_bytes())?;
-        if self.braced() {
-            name = name.strip_prefix(b"{")?.strip_suffix(b"}")?;
+    /// The channel a Redis channel carries, if it is one of ours. (In a
+    /// cluster a user channel's name ends with `}` and an events
+    /// channel's with `}$presence`: neither is taken for the other.)
+    pub(crate) fn channel_of<'a>(&self, redis_channel: &'a [u8]) -> Option<Cow<'a, str>> {
+        let name = redis_channel.strip_prefix(self.prefix.as_bytes())?;
+        if !self.braced() {
+            return std::str::from_utf8(name).ok().map(Cow::Borrowed);
         }
-        std::str::from_utf8(name).ok()
+        let name = name.strip_prefix(b"{")?;
+        if let Some(channel) = name.strip_suffix(b"}") {
+            return std::str::from_utf8(channel).ok().map(Cow::Borrowed);
+        }
+        let watched = name
+            .strip_suffix(EVENTS_MARK.as_bytes())?
+            .strip_suffix(b"}")?;
+        let watched = std::str::from_utf8(watched).ok()?;
+        Some(Cow::Owned(crate::presence::events_channel(watched)))
+    }
+}
+
+/// A channel's hash tag in a cluster and what follows the tag in its
+/// names: the channel itself, or for a presence events channel
+/// `$presence:<c>` the watched channel `c` and a mark, so the events
+/// share `c`'s slot.
+fn cluster_tag(channel: &str) -> (&str, &'static str) {
+    match channel.strip_prefix(crate::presence::EVENTS_PREFIX) {
+        Some(watched) => (watched, EVENTS_MARK),
+        None => (channel, ""),
     }
 }
 
@@ -241,13 +280,39 @@ mod tests {
     fn channel_names_in_redis() {
         let mut config = BrokerConfig::new("redis://x");
         assert_eq!(config.redis_channel("room"), b"switchboard:room");
-        assert_eq!(config.channel_of(b"switchboard:room"), Some("room"));
+        assert_eq!(
+            config.channel_of(b"switchboard:room").as_deref(),
+            Some("room")
+        );
         assert_eq!(config.channel_of(b"other:room"), None);
+        assert_eq!(
+            config.redis_channel("$presence:a"),
+            b"switchboard:$presence:a"
+        );
         config.topology = Topology::Cluster(vec!["redis://x".into()]);
         assert_eq!(config.redis_channel("room"), b"switchboard:{room}");
-        assert_eq!(config.channel_of(b"switchboard:{room}"), Some("room"));
-        assert_eq!(config.channel_of(b"switchboard:{a}b}"), Some("a}b"));
-        assert_eq!(config.channel_of(b"switchboard:room"), None);
+        let of = |name: &[u8]| config.channel_of(name).map(|c| c.into_owned());
+        assert_eq!(of(b"switchboard:{room}").as_deref(), Some("room"));
+        assert_eq!(of(b"switchboard:{a}b}").as_deref(), Some("a}b"));
+        assert_eq!(of(b"switchboard:room"), None);
+        // A presence events channel lives in its channel's slot, beside
+        // the channel's presence keys; no channel's name is taken for it.
+        let events = config.redis_channel("$presence:room");
+        assert_eq!(events, b"switchboard:{room}$presence");
+        assert_eq!(of(&events).as_deref(), Some("$presence:room"));
+        assert_eq!(crate::slot::slot(&events), crate::slot::slot(b"room"));
+        let [hash, _] = config.presence_keys("room");
+        assert_eq!(crate::slot::slot(&hash), crate::slot::slot(&events));
+        for channel in ["room}$presence", "$presence:", "$presence:a}b", "x}", "{"] {
+            let name = config.redis_channel(channel);
+            assert_eq!(
+                of(&name).as_deref(),
+                Some(channel),
+                "{channel:?} round trip"
+            );
+        }
+        assert_ne!(config.redis_channel("room}$presence"), events);
+        assert_eq!(of(b"switchboard:{room}$presenc"), None);
         assert_eq!(
             crate::slot::slot(&config.redis_channel("room")),
             crate::slot::slot(b"room")

@@ -93,7 +93,7 @@ return last
 /// A channel without an epoch gets one here, as a publication would give
 /// it: a client that subscribes before the first publication then holds a
 /// position it can recover from.
-const READ: &str = r"
+pub(crate) const READ: &str = r"
 local epoch = redis.call('HGET', KEYS[2], 'e')
 if not epoch then
   epoch = ARGV[3]

@@ -57,6 +57,7 @@ impl Inbound {
         let Some(channel) = self.config.channel_of(redis_channel) else {
             return;
         };
+        let channel = &*channel;
         let Some(messages) = wire::messages(payload) else {
             return;
         };

@@ -20,7 +20,9 @@
 //! subscribers'), `sessions` (HTTP sessions as keys, on the query
 //! connection), `backoff`; `queues` (the callers' queues to an engine's
 //! tasks, alike for every engine); `queries` (presence, history and
-//! recovery, answered from the broker's thread); `nodes` (this node's
+//! recovery, answered from the broker's thread); `presence` (the members
+//! task), `presence_scripts` (its Lua) and `presence_store` (where its
+//! commands run); `nodes` (this node's
 //! number, its heartbeat, operations on other nodes' connections) and
 //! `node_wire` (their message format); `nats` carries the channels through
 //! NATS instead (no history).
@@ -34,6 +36,8 @@ mod nats;
 pub mod node_wire;
 mod nodes;
 pub mod presence;
+mod presence_scripts;
+mod presence_store;
 mod probe;
 mod publisher;
 mod queries;
@@ -236,13 +240,16 @@ impl Broker {
                 (Engine::Nats(nats), Tasks::Nats(task))
             }
         };
+        // Where the presence task's commands run, and the nodes' view its
+        // evictions follow.
         let presence = match (&engine, config.presence.is_empty()) {
             (_, true) => None,
-            (Engine::Cluster(_) | Engine::Nats(_), false) => {
+            (Engine::Nats(_), false) => {
                 return Err(invalid(
-                    "presence needs standalone Redis servers; a Redis Cluster or NATS does not keep it yet",
+                    "presence is kept in Redis; NATS does not keep it (give broker.redis or broker.cluster)",
                 ));
             }
+            (Engine::Cluster(cluster), false) => Some(cluster.presence_store(&config)),
             (
                 Engine::Sharded {
                     shards,
@@ -252,18 +259,21 @@ impl Broker {
                 false,
             ) => {
                 let readers: Vec<Arc<Reader>> = shards.iter().map(|s| s.reader.clone()).collect();
-                let nodes = (
-                    shards[*home].shared.nodes.clone(),
-                    shards[*home].reader.clone(),
-                );
                 let route = route.clone();
-                let route: presence::Route = Arc::new(move |c| readers[route.pick(c)].clone());
-                let (commands, receiver) = mpsc::unbounded_channel();
-                let task = presence::Task::new(config.clone(), route, node, Some(nodes));
-                let running = handle.spawn(task.run(receiver));
-                Some((Presences { commands }, running))
+                let store = presence_store::Servers {
+                    route: Arc::new(move |c| readers[route.pick(c)].clone()),
+                    home: shards[*home].reader.clone(),
+                    timeout: config.connect_timeout,
+                };
+                let store: Box<dyn presence_store::Store> = Box::new(store);
+                Some((store, shards[*home].shared.nodes.clone()))
             }
         };
+        let presence = presence.map(|(store, nodes)| {
+            let (commands, receiver) = mpsc::unbounded_channel();
+            let task = presence::Task::new(config.clone(), store, node, Some(nodes));
+            (Presences { commands }, handle.spawn(task.run(receiver)))
+        });
         let (presence, presence_task) = match presence {
             Some((presence, task)) => (Some(presence), Some(task)),
             None => (None, None),
@@ -423,18 +433,19 @@ impl Bridge for Broker {
     }
 
     fn forward(&self, commands: &[(Destination, NodeCommand<'_>)]) -> Result<(), BridgeError> {
-        match (&self.engine, self.home()) {
-            (Engine::Nats(nats), _) => nats.forward(commands),
-            (_, Some(home)) => home.forward(&self.config, commands),
-            (_, None) => Err(BridgeError::Unavailable),
+        match &self.engine {
+            Engine::Sharded { shards, home, .. } => shards[*home].forward(&self.config, commands),
+            Engine::Cluster(cluster) => cluster.forward(&self.config, commands),
+            Engine::Nats(nats) => nats.forward(commands),
         }
     }
 
     fn nodes(&self) -> NodesView {
-        match (&self.engine, self.home()) {
-            (Engine::Nats(nats), _) => nats.nodes(self.config.node_ttl),
-            (_, Some(home)) => home.shared.nodes.view(self.config.node_ttl),
-            (_, None) => NodesView::default(),
+        let ttl = self.config.node_ttl;
+        match &self.engine {
+            Engine::Sharded { shards, home, .. } => shards[*home].shared.nodes.view(ttl),
+            Engine::Cluster(cluster) => cluster.nodes(ttl),
+            Engine::Nats(nats) => nats.nodes(ttl),
         }
     }
 
@@ -493,15 +504,6 @@ impl Bridge for Broker {
 }
 
 impl Broker {
-    /// The shard that carries the nodes' keys and channels, if the
-    /// topology has nodes (standalone servers; not a cluster or NATS yet).
-    fn home(&self) -> Option<&Shard> {
-        match &self.engine {
-            Engine::Sharded { shards, home, .. } => Some(&shards[*home]),
-            Engine::Cluster(_) | Engine::Nats(_) => None,
-        }
-    }
-
     fn presence_filter_of(config: &Arc<BrokerConfig>) -> MemberFilter {
         let config = config.clone();
         MemberFilter(Arc::new(move |channel| config.presence_logged(channel)))

@@ -7,7 +7,11 @@
 //! `<prefix>\xFF`: a user channel's Redis name is `<prefix>` and then the
 //! channel's name, which is UTF-8 and so never holds the byte 0xFF; the
 //! node names can never be taken for a channel (or a channel for them),
-//! whatever the channel is called.
+//! whatever the channel is called. In a Redis Cluster the byte is the hash
+//! tag, `<prefix>{\xFF}`: every node name is then in one slot (so a
+//! script may touch a node key and publish on the nodes' channel), and a
+//! channel's name there, `<prefix>{<channel>}`, still has a UTF-8 byte
+//! (or the closing brace) where these have 0xFF.
 //!
 //! - key `<prefix>\xFFnode:<n>`: held by node `n`, value a random token,
 //!   with a TTL (`node_ttl`) the heartbeat refreshes;
@@ -21,9 +25,12 @@
 //! the view, the forwarding and the handling of node messages are these.
 //!
 //! The claim runs on the broker's thread before the publisher and the
-//! subscriber start, and the broker accepts nothing before it succeeded,
+//! subscriber start (in a cluster, beside them: it needs the slot map the
+//! subscriber reads), and the broker accepts nothing before it succeeded,
 //! so `listen()` (which waits for the broker) accepts connections only
-//! once their ids can carry the number.
+//! once their ids can carry the number. How its commands reach Redis is
+//! the [`Home`]'s business: a standalone server's client, or the master
+//! of the nodes' slot (`cluster::nodes`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
@@ -65,8 +72,8 @@ pub(crate) const HOME: &str = "\u{0}switchboard-nodes";
 /// What the broker knows of the nodes; part of [`Shared`].
 #[derive(Default)]
 pub(crate) struct Nodes {
-    /// This topology has nodes (standalone Redis servers, NATS): publishes
-    /// wait for a number. Off for a cluster, which has no nodes yet.
+    /// Publishes wait for a number. Every engine has nodes; off only in
+    /// unit tests that need no claim.
     enabled: bool,
     /// This node's number; 0 until claimed.
     number: AtomicU16,
@@ -83,6 +90,30 @@ pub(crate) struct Nodes {
     wake: tokio::sync::Notify,
     /// The heartbeat's connection, for the goodbye.
     connection: Mutex<Option<MultiplexedConnection>>,
+}
+
+/// A command connection in the making (`Home::connect`).
+pub(crate) type Connecting<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Option<MultiplexedConnection>> + Send + 'a>>;
+
+/// Where the nodes' keys and channels live, as the claim, the heartbeat
+/// and the goodbye reach it: one standalone server (its client), or the
+/// master of their slot in a cluster (`cluster::nodes`).
+pub(crate) trait Home: Send + Sync + 'static {
+    /// A new command connection there; `None` when none can be made now
+    /// (the caller bounds it by `connect_timeout` and retries with
+    /// back-off).
+    fn connect(&self) -> Connecting<'_>;
+    /// A command there failed or could not be sent: in a cluster the slot
+    /// may have moved (`-MOVED`, a failover), so the map is read again
+    /// before the next connection.
+    fn failed(&self) {}
+}
+
+impl Home for redis::Client {
+    fn connect(&self) -> Connecting<'_> {
+        Box::pin(async move { self.get_multiplexed_async_connection().await.ok() })
+    }
 }
 
 impl Nodes {
@@ -143,11 +174,25 @@ impl Nodes {
 }
 
 fn name(config: &BrokerConfig, suffix: &str) -> Vec<u8> {
-    let mut name = Vec::with_capacity(config.prefix.len() + 1 + suffix.len());
+    let mut name = Vec::with_capacity(config.prefix.len() + 3 + suffix.len());
     name.extend_from_slice(config.prefix.as_bytes());
-    name.push(RESERVED);
+    if config.braced() {
+        // The hash tag: one slot for every node name.
+        name.extend_from_slice(&[b'{', RESERVED, b'}']);
+    } else {
+        name.push(RESERVED);
+    }
     name.extend_from_slice(suffix.as_bytes());
     name
+}
+
+/// The command that publishes on the nodes' channels: `SPUBLISH` in a
+/// cluster (sharded pub/sub, at the nodes' slot's master).
+fn publish_command(config: &BrokerConfig) -> &'static str {
+    match config.braced() {
+        true => "SPUBLISH",
+        false => "PUBLISH",
+    }
 }
 
 /// Node `n`'s key, and the name of its own channel.
@@ -162,9 +207,13 @@ pub(crate) fn all_name(config: &BrokerConfig) -> Vec<u8> {
 
 /// Whether a Redis channel is one of the nodes' (not a user channel).
 pub(crate) fn is_node_channel(config: &BrokerConfig, redis_channel: &[u8]) -> bool {
-    redis_channel
-        .strip_prefix(config.prefix.as_bytes())
-        .is_some_and(|rest| rest.first() == Some(&RESERVED))
+    let Some(rest) = redis_channel.strip_prefix(config.prefix.as_bytes()) else {
+        return false;
+    };
+    match config.braced() {
+        true => rest.starts_with(&[b'{', RESERVED, b'}']),
+        false => rest.first() == Some(&RESERVED),
+    }
 }
 
 /// Whether a message from Redis came on one of the nodes' channels. Their
@@ -206,7 +255,7 @@ fn ttl_ms(config: &BrokerConfig) -> u64 {
 /// Redis is not there; `None` when the broker closes first. Returns the
 /// connection, which the heartbeat then keeps.
 pub(crate) async fn claim(
-    client: &redis::Client,
+    home: &impl Home,
     config: &BrokerConfig,
     shared: &Shared,
 ) -> Option<MultiplexedConnection> {
@@ -217,7 +266,7 @@ pub(crate) async fn claim(
             return None;
         }
         let attempt = async {
-            let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+            let mut connection = home.connect().await?;
             let max = u64::from(MAX_NODE);
             let start = random_u64() % max;
             for i in 0..max {
@@ -249,6 +298,7 @@ pub(crate) async fn claim(
             *shared.nodes.connection.lock() = Some(connection.clone());
             return Some(connection);
         }
+        home.failed();
         tokio::time::sleep(backoff.next_delay()).await;
     }
 }
@@ -256,7 +306,7 @@ pub(crate) async fn claim(
 /// Keep the claim: every `node_ttl / 3`, refresh the key and tell the
 /// others this node is alive. Runs until aborted (at the goodbye).
 pub(crate) async fn heartbeat(
-    client: redis::Client,
+    home: impl Home,
     config: Arc<BrokerConfig>,
     shared: Arc<Shared>,
     mut connection: MultiplexedConnection,
@@ -272,7 +322,7 @@ pub(crate) async fn heartbeat(
         // command (`CLIENT LIST`'s `cmd`) then tells a heartbeat (`eval`)
         // from the publisher's connection (`publish`).
         let mut pipe = redis::pipe();
-        pipe.cmd("PUBLISH")
+        pipe.cmd(publish_command(&config))
             .arg(all_name(&config))
             .arg(node_wire::alive(me))
             .ignore()
@@ -293,9 +343,11 @@ pub(crate) async fn heartbeat(
             _ => {
                 // Reconnect; the next beat claims the key again if it
                 // expired meanwhile.
+                home.failed();
                 tokio::time::sleep(backoff.next_delay()).await;
-                let connect = client.get_multiplexed_async_connection();
-                if let Ok(Ok(fresh)) = tokio::time::timeout(config.connect_timeout, connect).await {
+                let connect = home.connect();
+                if let Ok(Some(fresh)) = tokio::time::timeout(config.connect_timeout, connect).await
+                {
                     *nodes.connection.lock() = Some(fresh.clone());
                     connection = fresh;
                 }
@@ -324,7 +376,7 @@ pub(crate) async fn leave(
     };
     let token = shared.nodes.token.load(Ordering::Acquire).to_string();
     let mut pipe = redis::pipe();
-    pipe.cmd("PUBLISH")
+    pipe.cmd(publish_command(config))
         .arg(all_name(config))
         .arg(node_wire::leave(me))
         .ignore()
@@ -512,6 +564,52 @@ mod tests {
             &config.redis_channel("\u{ff}nodes")
         ));
         assert!(!is_node_channel(&config, b"other:\xFFnodes"));
+    }
+
+    #[test]
+    fn in_a_cluster_node_names_share_one_slot_and_never_meet_a_channel() {
+        use crate::slot::slot;
+        let mut config = BrokerConfig::new("redis://127.0.0.1");
+        config.topology = crate::Topology::Cluster(vec!["redis://127.0.0.1:7000".into()]);
+        assert_eq!(node_name(&config, 12), b"switchboard:{\xFF}node:12");
+        assert_eq!(all_name(&config), b"switchboard:{\xFF}nodes");
+        let home = slot(&all_name(&config));
+        assert_eq!(home, slot(b"\xFF"), "the tag alone decides the slot");
+        // CRC16(0xFF) mod 16384: the tests find the nodes' master by it.
+        assert_eq!(home, 7920);
+        for n in [1, 2, 500, MAX_NODE] {
+            assert_eq!(slot(&node_name(&config, n)), home);
+            assert!(is_node_channel(&config, &node_name(&config, n)));
+        }
+        assert!(is_node_channel(&config, &all_name(&config)));
+        // No channel's Redis name (or key) is a node name, whatever the
+        // channel is called: after `<prefix>{` a channel has a UTF-8 byte
+        // or `}`, never 0xFF; a standalone node name is no cluster one.
+        let names = [
+            "",
+            "}",
+            "{",
+            "\u{ff}}node:1",
+            "node:1",
+            "{\u{ff}}nodes",
+            "$presence:",
+        ];
+        for channel in names {
+            let redis = config.redis_channel(channel);
+            assert!(!is_node_channel(&config, &redis), "{channel:?}");
+            assert_ne!(redis, all_name(&config));
+            for key in config
+                .history_keys(channel)
+                .iter()
+                .chain(&config.presence_keys(channel))
+            {
+                assert!(!is_node_channel(&config, key), "{channel:?}");
+            }
+        }
+        assert!(!is_node_channel(&config, b"switchboard:\xFFnodes"));
+        // And a node name is nobody's channel.
+        assert_eq!(config.channel_of(&node_name(&config, 3)), None);
+        assert_eq!(config.channel_of(&all_name(&config)), None);
     }
 
     #[test]

@@ -12,11 +12,13 @@
 //! the next node to look (a read, or its own refresh of the channel)
 //! removes them. Joins and leaves, including those of expired members, are
 //! published as JSON on the channel `$presence:<channel>`, from inside the
-//! scripts, so every node's subscribers of that channel see each exactly
-//! once.
+//! scripts (`presence_scripts`), so every node's subscribers of that
+//! channel see each exactly once. Where the scripts run is the store's
+//! business (`presence_store`): a standalone server, or in a cluster the
+//! channel's slot's master (the events channel shares that slot).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_pubsub::MemberChange;
@@ -25,101 +27,13 @@ use switchboard_runtime::presence::{Member, Presence};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::history::Reader;
 use crate::nodes::Nodes;
+use crate::presence_scripts::{self, Scripts};
+use crate::presence_store::{Call, Store};
 use crate::{wire, BrokerConfig};
 
 /// The channel that carries a presence channel's joins and leaves.
 pub const EVENTS_PREFIX: &str = "$presence:";
-
-/// Join (or refresh) a member. KEYS: the hash, the sorted set. ARGV: the
-/// events' Redis channel, their message head (`wire::head`), the member's
-/// id, its info, the TTL (ms). Publishes a join only for a member that was
-/// not there (a refresh, or an info update, is silent). The keys live ten
-/// TTLs: members expire one by one, swept with their leaves published; the
-/// keys' own expiry only collects a channel everybody abandoned.
-const JOIN: &str = r#"
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local new = redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[2], now + ARGV[5], ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[5] * 10)
-redis.call('PEXPIRE', KEYS[2], ARGV[5] * 10)
-if new == 1 then
-  redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"join","id":' .. ARGV[3] .. ',"info":' .. ARGV[4] .. '}')
-end
-return new
-"#;
-
-/// Remove a member. KEYS as `JOIN`; ARGV: the events' Redis channel, the
-/// head, the id. Publishes the leave only if it was there.
-const LEAVE: &str = r#"
-local info = redis.call('HGET', KEYS[1], ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[3])
-if info then
-  redis.call('HDEL', KEYS[1], ARGV[3])
-  redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"leave","id":' .. ARGV[3] .. ',"info":' .. info .. '}')
-end
-return info and 1 or 0
-"#;
-
-/// Remove the expired members (publishing their leaves) and return the
-/// others as `[id, info, id, info, ...]`. KEYS as `JOIN`; ARGV: the events'
-/// Redis channel, the head.
-const SWEEP: &str = r#"
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
-  local info = redis.call('HGET', KEYS[1], id)
-  redis.call('ZREM', KEYS[2], id)
-  if info then
-    redis.call('HDEL', KEYS[1], id)
-    redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"leave","id":' .. id .. ',"info":' .. info .. '}')
-  end
-end
-return redis.call('HGETALL', KEYS[1])
-"#;
-
-/// Loaded on every new connection (`Reader::connection`).
-pub(crate) fn scripts() -> [&'static str; 4] {
-    [JOIN, LEAVE, SWEEP, EVICT_CODE.as_str()]
-}
-
-/// Remove the members of nodes known gone (their heartbeats stopped, or
-/// they said goodbye), publishing their leaves, before their entries
-/// expire. KEYS as `JOIN`; ARGV: the events' Redis channel, the head, then
-/// the gone nodes' numbers. A member's node is in its id's high bits
-/// (`switchboard_runtime::ids`: the id divided by 2^LOCAL_BITS, exact in
-/// Lua's doubles since ids stay below 2^53).
-const EVICT: &str = r#"
-local gone = {}
-for i = 3, #ARGV do gone[tonumber(ARGV[i])] = true end
-local evicted = 0
-for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
-  local node = math.floor(tonumber(id) / NODE_UNIT) % NODE_COUNT
-  if gone[node] then
-    local info = redis.call('HGET', KEYS[1], id)
-    redis.call('HDEL', KEYS[1], id)
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('PUBLISH', ARGV[1], ARGV[2] .. '{"event":"leave","id":' .. id .. ',"info":' .. info .. '}')
-    evicted = evicted + 1
-  end
-end
-return evicted
-"#;
-
-/// `EVICT` with the id layout's constants written in.
-static EVICT_CODE: LazyLock<String> = LazyLock::new(|| {
-    use switchboard_runtime::ids::{LOCAL_BITS, NODE_BITS};
-    EVICT
-        .replace("NODE_UNIT", &(1u64 << LOCAL_BITS).to_string())
-        .replace("NODE_COUNT", &(1u64 << NODE_BITS).to_string())
-});
-
-static JOIN_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(JOIN));
-static LEAVE_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(LEAVE));
-static SWEEP_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(SWEEP));
-static EVICT_SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(&EVICT_CODE));
 
 /// The info of a member whose app gave none.
 const NO_INFO: &[u8] = b"null";
@@ -146,13 +60,11 @@ pub(crate) struct Read {
     pub(crate) subscribed: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
 }
 
-/// Where a channel's presence lives: the connection of its Redis server.
-pub(crate) type Route = Arc<dyn Fn(&str) -> Arc<Reader> + Send + Sync>;
-
 /// Joins and leaves of this node's members, written to Redis in order.
 pub(crate) struct Task {
     config: Arc<BrokerConfig>,
-    route: Route,
+    store: Box<dyn Store>,
+    scripts: &'static Scripts,
     head: Vec<u8>,
     /// This node's members, per presence channel.
     local: HashMap<Arc<str>, HashSet<u64>>,
@@ -163,11 +75,10 @@ pub(crate) struct Task {
     /// Per member id: its info, how many presence channels it is in, and
     /// when the info was set.
     infos: HashMap<u64, (Vec<u8>, usize, Instant)>,
-    /// The nodes' view (`nodes.rs`) and the connection of the server that
-    /// holds the nodes' keys, when the topology has nodes: members of a
-    /// node that goes from the view (and whose key is gone) are evicted
-    /// without waiting for their expiry.
-    nodes: Option<(Arc<Nodes>, Arc<Reader>)>,
+    /// The nodes' view (`nodes.rs`), when the topology has nodes: members
+    /// of a node that goes from the view (and whose key is gone, as the
+    /// store tells) are evicted without waiting for their expiry.
+    nodes: Option<Arc<Nodes>>,
     /// The live nodes at the last look.
     live: HashSet<u16>,
 }
@@ -175,15 +86,16 @@ pub(crate) struct Task {
 impl Task {
     pub(crate) fn new(
         config: Arc<BrokerConfig>,
-        route: Route,
+        store: Box<dyn Store>,
         node: u64,
-        nodes: Option<(Arc<Nodes>, Arc<Reader>)>,
+        nodes: Option<Arc<Nodes>>,
     ) -> Self {
         Self {
             nodes,
             live: HashSet::new(),
+            scripts: presence_scripts::scripts(config.braced()),
             config,
-            route,
+            store,
             head: wire::head(node, false, None, false),
             local: HashMap::new(),
             watched: HashMap::new(),
@@ -255,8 +167,7 @@ impl Task {
         {
             return reply(Err(QueryError::Unavailable));
         }
-        let reader = (self.route)(&channel);
-        reply(read_members(&self.config, &reader, &self.head, &channel).await);
+        reply(self.read_members(&channel).await);
     }
 
     async fn apply(&mut self, changes: Vec<MemberChange>) {
@@ -336,7 +247,7 @@ impl Task {
     /// Evict the members of nodes gone from the view since the last look,
     /// in the channels this node has members in or watches.
     async fn evict_gone(&mut self) {
-        let Some((nodes, home)) = &self.nodes else {
+        let Some(nodes) = &self.nodes else {
             return;
         };
         let view = nodes.view(self.config.node_ttl);
@@ -350,19 +261,13 @@ impl Task {
         // Not hearing a node may be this node's own trouble (its pub/sub
         // connection is down): a node is gone only once its key is gone
         // too, which takes Redis a `node_ttl` without its heartbeat (or
-        // its goodbye). A key that cannot be checked evicts nobody.
-        let Some(mut connection) = home.connection().await else {
-            return;
-        };
+        // its goodbye). A key that cannot be checked evicts nobody now
+        // (and is checked again next time).
         let mut still = Vec::with_capacity(gone.len());
         for &n in &gone {
-            let mut exists = redis::cmd("EXISTS");
-            exists.arg(crate::nodes::node_name(&self.config, n));
-            let checked = exists.query_async::<i64>(&mut connection);
-            match tokio::time::timeout(self.config.connect_timeout, checked).await {
-                Ok(Ok(0)) => {}
-                Ok(Ok(_)) => still.push(n),
-                _ => return home.lost().await,
+            let key = crate::nodes::node_name(&self.config, n);
+            if self.store.exists(key).await != Some(false) {
+                still.push(n);
             }
         }
         gone.retain(|n| !still.contains(n));
@@ -400,73 +305,79 @@ impl Task {
         let _ = tokio::time::timeout(self.config.connect_timeout, self.write(writes)).await;
     }
 
-    /// Run `writes` in order, pipelined per Redis server. A failed write
-    /// is not retried: the next refresh writes every member again, and a
-    /// lost leave expires with the TTL.
+    /// Run `writes` (in order per channel) through the store. A failed
+    /// write is not retried: the next refresh writes every member again,
+    /// and a lost leave expires with the TTL.
     async fn write(&self, writes: Vec<Write>) {
-        let mut by_server: Vec<(Arc<Reader>, redis::Pipeline)> = Vec::new();
-        for write in writes {
-            let channel = write.channel();
-            let reader = (self.route)(channel);
-            let index = match by_server.iter().position(|(r, _)| Arc::ptr_eq(r, &reader)) {
-                Some(index) => index,
-                None => {
-                    by_server.push((reader, redis::pipe()));
-                    by_server.len() - 1
-                }
-            };
-            self.add(&mut by_server[index].1, &write);
+        if writes.is_empty() {
+            return;
         }
-        for (reader, pipe) in by_server {
-            let Some(mut connection) = reader.connection().await else {
-                continue;
-            };
-            let sent = pipe.query_async::<()>(&mut connection);
-            if !matches!(
-                tokio::time::timeout(self.config.connect_timeout, sent).await,
-                Ok(Ok(()))
-            ) {
-                reader.lost().await;
-            }
-        }
+        let calls = writes.iter().map(|write| self.call(write)).collect();
+        self.store.write(calls).await;
     }
 
-    fn add(&self, pipe: &mut redis::Pipeline, write: &Write) {
+    /// The script call of a write: `EVALSHA` on the channel's two keys,
+    /// with its events channel and the message head first.
+    fn call(&self, write: &Write) -> Call {
         let channel = write.channel();
-        let [hash, expiry] = self.config.presence_keys(channel);
-        let events = self.config.redis_channel(&events_channel(channel));
-        let ttl = self.config.presence_ttl.as_millis().max(1) as u64;
+        let script = match write {
+            Write::Join(..) => &self.scripts.join,
+            Write::Leave(..) => &self.scripts.leave,
+            Write::Sweep(_) => &self.scripts.sweep,
+            Write::Evict(..) => &self.scripts.evict,
+        };
+        let mut command = self.script_call(script, channel);
         match write {
             Write::Join(_, id) => {
                 let info = self.infos.get(id).map_or(NO_INFO, |e| e.0.as_slice());
-                let mut call = JOIN_SCRIPT.prepare_invoke();
-                call.key(hash).key(expiry).arg(events).arg(&self.head);
-                call.arg(*id).arg(info).arg(ttl);
-                pipe.invoke_script(&call).ignore();
+                let ttl = self.config.presence_ttl.as_millis().max(1) as u64;
+                command.arg(*id).arg(info).arg(ttl);
             }
             Write::Leave(_, id) => {
-                let mut call = LEAVE_SCRIPT.prepare_invoke();
-                call.key(hash)
-                    .key(expiry)
-                    .arg(events)
-                    .arg(&self.head)
-                    .arg(*id);
-                pipe.invoke_script(&call).ignore();
+                command.arg(*id);
             }
-            Write::Sweep(_) => {
-                let mut call = SWEEP_SCRIPT.prepare_invoke();
-                call.key(hash).key(expiry).arg(events).arg(&self.head);
-                pipe.invoke_script(&call).ignore();
-            }
+            Write::Sweep(_) => {}
             Write::Evict(_, gone) => {
-                let mut call = EVICT_SCRIPT.prepare_invoke();
-                call.key(hash).key(expiry).arg(events).arg(&self.head);
                 for node in gone {
-                    call.arg(*node);
+                    command.arg(*node);
                 }
-                pipe.invoke_script(&call).ignore();
             }
         }
+        Call {
+            channel: channel.clone(),
+            command,
+        }
+    }
+
+    /// `EVALSHA <script> 2 <hash> <expiry> <events channel> <head>`, for
+    /// the arguments of the write to follow.
+    fn script_call(&self, script: &redis::Script, channel: &str) -> redis::Cmd {
+        let [hash, expiry] = self.config.presence_keys(channel);
+        let events = self.config.redis_channel(&events_channel(channel));
+        let mut command = redis::cmd("EVALSHA");
+        command.arg(script.get_hash()).arg(2).arg(hash).arg(expiry);
+        command.arg(events).arg(&self.head);
+        command
+    }
+
+    /// Who is in `channel`: its expired members swept first (their leaves
+    /// published), then the rest read, in one atomic script.
+    async fn read_members(&self, channel: &str) -> Result<Presence, QueryError> {
+        let command = self.script_call(&self.scripts.sweep, channel);
+        let answer = self.store.read(channel, command).await?;
+        let pairs: Vec<(String, Vec<u8>)> =
+            redis::from_redis_value(answer).map_err(|_| QueryError::Unavailable)?;
+        let mut members: Vec<Member> = pairs
+            .into_iter()
+            .filter_map(|(id, info)| {
+                Some(Member {
+                    id: id.parse().ok()?,
+                    info,
+                })
+            })
+            .collect();
+        members.sort_by_key(|m| m.id);
+        Ok(Presence { members })
     }
 }
 
@@ -480,7 +391,7 @@ enum Write {
 }
 
 impl Write {
-    fn channel(&self) -> &str {
+    fn channel(&self) -> &Arc<str> {
         match self {
             Write::Join(c, _) | Write::Leave(c, _) | Write::Sweep(c) | Write::Evict(c, _) => c,
         }
@@ -490,41 +401,4 @@ impl Write {
 /// The channel that carries `channel`'s joins and leaves.
 pub fn events_channel(channel: &str) -> String {
     format!("{EVENTS_PREFIX}{channel}")
-}
-
-/// Who is in `channel`: its expired members swept first (their leaves
-/// published), then the rest read, in one atomic script.
-async fn read_members(
-    config: &BrokerConfig,
-    reader: &Reader,
-    head: &[u8],
-    channel: &str,
-) -> Result<Presence, QueryError> {
-    let [hash, expiry] = config.presence_keys(channel);
-    let events = config.redis_channel(&events_channel(channel));
-    let mut call = SWEEP_SCRIPT.prepare_invoke();
-    call.key(&hash).key(&expiry).arg(&events).arg(head);
-    let call = &call;
-    let timeout = Some(config.connect_timeout);
-    let pairs = reader
-        .retried(
-            timeout,
-            |_| true,
-            |mut connection| async move {
-                call.invoke_async::<Vec<(String, Vec<u8>)>>(&mut connection)
-                    .await
-            },
-        )
-        .await?;
-    let mut members: Vec<Member> = pairs
-        .into_iter()
-        .filter_map(|(id, info)| {
-            Some(Member {
-                id: id.parse().ok()?,
-                info,
-            })
-        })
-        .collect();
-    members.sort_by_key(|m| m.id);
-    Ok(Presence { members })
 }

@@ -18,9 +18,7 @@ impl Broker {
     /// Who is in `channel`, as this node's subscriptions of this moment
     /// see it (`Bridge::presence`).
     pub(crate) fn read_presence(&self, channel: &str, reply: Reply<Presence>) {
-        let (Some(presence), Engine::Sharded { shards, route, .. }) =
-            (&self.presence, &self.engine)
-        else {
+        let Some(presence) = &self.presence else {
             return reply(Err(QueryError::NoPresence));
         };
         if !self.config.presence_of(channel) {
@@ -28,10 +26,20 @@ impl Broker {
         }
         // This node's subscriptions of this moment (the caller's own, just
         // made, included) are in effect before the read.
-        let shared = shards[route.pick(channel)].shared.clone();
-        let events = shards[route.pick(&presence::events_channel(channel))]
-            .shared
-            .clone();
+        let (shared, events) = match &self.engine {
+            Engine::Sharded { shards, route, .. } => (
+                shards[route.pick(channel)].shared.clone(),
+                shards[route.pick(&presence::events_channel(channel))]
+                    .shared
+                    .clone(),
+            ),
+            // One set of tickets for every master.
+            Engine::Cluster(cluster) => {
+                let shared = cluster.shared().base.clone();
+                (shared.clone(), shared)
+            }
+            Engine::Nats(_) => return reply(Err(QueryError::NoPresence)),
+        };
         let (ticket, events_ticket) = (
             shared.requested.load(Ordering::Acquire),
             events.requested.load(Ordering::Acquire),

@@ -12,8 +12,10 @@
 //! reads and presence): a slow session read never holds up a publish.
 //! With several standalone servers, a session's id picks its server as a
 //! channel's name does (rendezvous), so every node finds it on the same
-//! one. A Redis Cluster or NATS keeps no sessions (yet): refused when the
-//! store is made.
+//! one. In a Redis Cluster the key's slot picks its master, and the
+//! command follows the cluster there (`-MOVED`, `-ASK` mid-migration;
+//! `cluster::ClusterReader::query`). NATS keeps no sessions: refused when
+//! the store is made.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,35 +23,56 @@ use std::time::Duration;
 use switchboard_runtime::history::{QueryError, Reply};
 use switchboard_runtime::session_store::{SessionCommand, SessionOp};
 
+use crate::cluster::ClusterReader;
 use crate::history::Reader;
-use crate::{Broker, Engine};
+use crate::{slot, Broker, Engine};
 
 impl Broker {
     /// Why this broker cannot keep sessions, if it cannot.
     pub(crate) fn sessions_refusal_of(&self) -> Option<&'static str> {
         match &self.engine {
-            Engine::Sharded { .. } => None,
-            Engine::Cluster(_) => Some(
-                "sessions in the broker need standalone Redis servers (broker.redis): a Redis Cluster does not keep them yet",
-            ),
-            Engine::Nats(_) => Some(
-                "sessions in the broker need Redis (broker.redis): NATS keeps no keys",
-            ),
+            Engine::Sharded { .. } | Engine::Cluster(_) => None,
+            Engine::Nats(_) => {
+                Some("sessions in the broker need Redis (broker.redis): NATS keeps no keys")
+            }
         }
     }
 
     /// Run `command` on its server's query connection, bounded by
     /// `connect_timeout` as a whole (connecting included).
     pub(crate) fn session_of(&self, command: SessionCommand, reply: Reply<Option<Vec<u8>>>) {
-        let Engine::Sharded { shards, route, .. } = &self.engine else {
-            return reply(Err(QueryError::Unavailable));
-        };
-        let reader = shards[route.pick(&command.id)].reader.clone();
         let timeout = self.config.connect_timeout;
-        self.runtime.spawn(async move {
-            reply(run(&reader, &command, timeout).await);
-        });
+        match &self.engine {
+            Engine::Sharded { shards, route, .. } => {
+                let reader = shards[route.pick(&command.id)].reader.clone();
+                self.runtime.spawn(async move {
+                    reply(run(&reader, &command, timeout).await);
+                });
+            }
+            Engine::Cluster(cluster) => {
+                let reader = cluster.reader.clone();
+                self.runtime.spawn(async move {
+                    reply(run_in_cluster(&reader, &command, timeout).await);
+                });
+            }
+            Engine::Nats(_) => reply(Err(QueryError::Unavailable)),
+        }
     }
+}
+
+/// Run `command` at the master of its key's slot, following the cluster,
+/// all within `timeout`.
+async fn run_in_cluster(
+    reader: &ClusterReader,
+    command: &SessionCommand,
+    timeout: Duration,
+) -> Result<Option<Vec<u8>>, QueryError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let slot = slot::slot(&command.key);
+    let value = reader
+        .query(slot, &to_redis(command), &[], Some(deadline))
+        .await?;
+    answer(&command.op, value)
 }
 
 /// Run `command`, once more on a fresh connection if the one in hand

@@ -53,7 +53,7 @@ impl Shard {
         // Presence writes share this connection (`presence.rs`).
         let scripts = match config.presence.is_empty() {
             true => Vec::new(),
-            false => crate::presence::scripts().to_vec(),
+            false => crate::presence_scripts::scripts(false).sources(),
         };
         let reader = Arc::new(Reader::new(
             client.clone(),

@@ -302,8 +302,8 @@ export class App extends Operations {
   /**
    * A session store in the broker's Redis, for `session({ store })`: every
    * worker and every server with the same broker shares its sessions
-   * (docs/http.md, "Sessions"). Needs `broker.redis` (standalone servers):
-   * without a broker, or with `cluster` or `nats`, it throws
+   * (docs/http.md, "Sessions"). Needs Redis (`broker.redis` or
+   * `broker.cluster`): without a broker, or with `nats`, it throws
    * `ERR_INVALID_OPTION`. Its operations work once the server listens.
    */
   sessionStore(options?: RedisSessionStoreOptions): RedisSessionStore {

@@ -623,8 +623,8 @@ function nativeBroker(options: BrokerOptions): NativeBrokerOptions {
     if (!Array.isArray(options.presence) || !options.presence.every((p) => typeof p === 'string' && p !== '')) {
       throw new SwitchboardError('ERR_INVALID_OPTION', `broker.presence must be an array of channel names or patterns such as ['chat.*']`);
     }
-    if (which !== 'redis' && options.presence.length > 0) {
-      throw new SwitchboardError('ERR_INVALID_OPTION', `broker.presence needs standalone Redis servers (broker.redis): broker.${which} does not keep presence yet`);
+    if (which === 'nats' && options.presence.length > 0) {
+      throw new SwitchboardError('ERR_INVALID_OPTION', 'broker.presence is kept in Redis (broker.redis or broker.cluster): broker.nats does not keep presence');
     }
     out.presence = [...options.presence];
   }

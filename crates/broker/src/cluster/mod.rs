@@ -20,6 +20,9 @@
 //! - `reader`: history reads at the slot's master, following the cluster;
 //!   `redirect`: what an error answer means (`MOVED`, `ASK`, `TRYAGAIN`,
 //!   `NOSCRIPT`).
+//! - `nodes`: this node's number, claimed and kept alive at the master of
+//!   the nodes' slot (`crate::nodes` does the work); the subscriber
+//!   subscribes the node channels there like any channel.
 //!
 //! Why not the `redis` crate's cluster client (1.8, `cluster-async`): it
 //! runs RESP3 pub/sub on its multiplexed connections, which take the
@@ -30,6 +33,8 @@
 //! routing here, keep the failure rules of docs/scale-out.md.
 
 mod map;
+mod nodes;
+mod presence;
 mod publisher;
 mod reader;
 mod redirect;
@@ -97,6 +102,13 @@ pub(crate) struct ClusterShared {
     pub(crate) refresh: tokio::sync::Notify,
     /// A new map was published: the publisher connects to new masters.
     pub(crate) view_changed: tokio::sync::Notify,
+    /// This node's number was claimed: the subscriber subscribes its
+    /// channels.
+    pub(crate) claimed: tokio::sync::Notify,
+    /// This node's channels are subscribed at the nodes' slot's master:
+    /// `listen()` waits for it, so no node message to a new node's
+    /// connections is sent before that node listens for it.
+    pub(crate) nodes_joined: AtomicBool,
 }
 
 /// The callers' side of the cluster.
@@ -140,10 +152,15 @@ impl Cluster {
             return Err(invalid("no cluster seed given".into()));
         };
         let shared = Arc::new(ClusterShared {
-            base: Arc::default(),
+            base: Arc::new(Shared {
+                nodes: Arc::new(crate::nodes::Nodes::enabled()),
+                ..Shared::default()
+            }),
             view: RwLock::new(Arc::new(View::empty())),
             refresh: tokio::sync::Notify::new(),
             view_changed: tokio::sync::Notify::new(),
+            claimed: tokio::sync::Notify::new(),
+            nodes_joined: AtomicBool::new(false),
         });
         let (queues, receivers) = Queues::new(config);
         let reader = Arc::new(ClusterReader::new(
@@ -203,9 +220,10 @@ impl Cluster {
         &self.shared
     }
 
-    /// A complete slot map, and every master connected both ways.
+    /// A complete slot map, every master connected both ways, and this
+    /// node's number claimed and its channels subscribed.
     pub(crate) fn available(&self) -> bool {
-        if !self.shared.base.available() {
+        if !self.shared.base.available() || !self.shared.nodes_joined.load(Ordering::Acquire) {
             return false;
         }
         let view = self.shared.view.read();
@@ -236,11 +254,15 @@ impl ClusterTasks {
             stats,
             self.queues.publishes,
         ));
+        // Beside the subscriber, which reads the map the claim needs.
+        let home = nodes::ClusterHome::new(self.shared.clone(), self.seed.clone(), config.clone());
+        let number = tokio::spawn(nodes::keep(home, config.clone(), server.clone()));
+        let base = self.shared.base.clone();
         subscriber::run(subscriber::Setup {
             shared: self.shared,
             seed: self.seed,
             seeds: self.seeds,
-            config,
+            config: config.clone(),
             node,
             server,
             reader: self.reader,
@@ -248,6 +270,8 @@ impl ClusterTasks {
             publisher,
         })
         .await;
+        // After the accepted publishes (node messages among them) went out.
+        crate::nodes::leave(&config, &base, number).await;
     }
 }
 

@@ -1,15 +1,21 @@
-//! Reading histories in a cluster: the read script (`crate::history`) at
-//! the master of the channel's slot, on a command connection per master
-//! kept for reads (a slow read never holds up a publish), following the
-//! cluster as the publisher does: `-MOVED` (the slot moved: there, and the
-//! map is read again), `-ASK` (mid-migration, the keys are gone already:
-//! `ASKING` and there, once), `-TRYAGAIN` (mid-migration, keys split: a
-//! moment later), `-NOSCRIPT` (a new master: load the script, again). A
-//! read changes nothing but a missing epoch, so sending it again is safe.
+//! Queries in a cluster: history reads (the read script of
+//! `crate::history`) and session commands (`crate::sessions`), each at the
+//! master of its key's slot, on a command connection per master kept for
+//! them (a slow read never holds up a publish), following the cluster as
+//! the publisher does: `-MOVED` (the slot moved: there, and the map is
+//! read again), `-ASK` (mid-migration, the key is gone already: `ASKING`
+//! and there, once), `-TRYAGAIN` (mid-migration, keys split: a moment
+//! later), `-NOSCRIPT` (a new master: load the scripts, again). Each of
+//! these answers means the command did not run, so sending it again runs
+//! it once; a connection that failed mid-command gets one more try on a
+//! fresh connection, which is safe only for what may run twice (a read
+//! changes nothing but a missing epoch; a session command is idempotent).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use switchboard_runtime::history::{HistoryPage, QueryError};
@@ -62,6 +68,26 @@ impl ClusterReader {
     ) -> Result<HistoryPage, QueryError> {
         let call = history::read_call(&self.config, &self.epochs, channel, since, limit);
         let slot = slot::slot(&self.config.history_keys(channel)[0]);
+        let answer = self.query(slot, &call, &[history::READ], None).await?;
+        history::parse(answer, since, limit).ok_or(QueryError::Unavailable)
+    }
+
+    /// Run `call` at the master of `slot`, following the cluster, and
+    /// return its answer (an error answer other than a redirect is
+    /// `Unavailable`). `scripts` are loaded where Redis answers
+    /// `-NOSCRIPT`. Each step waits `connect_timeout` at most, or with a
+    /// `deadline` the whole query ends by then.
+    pub(crate) async fn query(
+        &self,
+        slot: u16,
+        call: &redis::Cmd,
+        scripts: &[&str],
+        deadline: Option<Instant>,
+    ) -> Result<redis::Value, QueryError> {
+        let step = |now: Instant| match deadline {
+            Some(deadline) => deadline.saturating_duration_since(now),
+            None => self.config.connect_timeout,
+        };
         let owner = self
             .shared
             .view
@@ -75,7 +101,8 @@ impl ClusterReader {
         // restarted under it.
         let mut fresh = false;
         for _ in 0..MAX_STEPS {
-            let Some(mut connection) = self.connection(&addr).await else {
+            let connection = tokio::time::timeout(step(Instant::now()), self.connection(&addr));
+            let Ok(Some(mut connection)) = connection.await else {
                 self.shared.refresh.notify_one();
                 return Err(QueryError::Unavailable);
             };
@@ -86,13 +113,15 @@ impl ClusterReader {
             pipe.add_command(call.clone());
             let count = if asking { 2 } else { 1 };
             let answers = connection.req_packed_commands(&pipe, 0, count);
-            let answer = match tokio::time::timeout(self.config.connect_timeout, answers).await {
+            let answer = match tokio::time::timeout(step(Instant::now()), answers).await {
                 Ok(Ok(mut answers)) if answers.len() == count => answers.pop(),
                 _ => None,
             };
             let Some(answer) = answer else {
+                // It may be stuck mid-reply (or the master gone): a fresh
+                // one next time.
                 self.connections.lock().await.remove(&addr);
-                if fresh {
+                if fresh || deadline.is_some_and(|d| Instant::now() >= d) {
                     self.shared.refresh.notify_one();
                     return Err(QueryError::Unavailable);
                 }
@@ -100,7 +129,7 @@ impl ClusterReader {
                 continue;
             };
             let redis::Value::ServerError(error) = answer else {
-                return history::parse(answer, since, limit).ok_or(QueryError::Unavailable);
+                return Ok(answer);
             };
             asking = false;
             match Redirect::of(&error) {
@@ -114,14 +143,75 @@ impl ClusterReader {
                 }
                 Redirect::TryAgain => tokio::time::sleep(TRY_AGAIN_DELAY).await,
                 Redirect::NoScript => {
-                    if !history::load_read_script(&mut connection).await {
-                        return Err(QueryError::Unavailable);
+                    for script in scripts {
+                        let mut load = redis::cmd("SCRIPT");
+                        load.arg("LOAD").arg(*script);
+                        if load.query_async::<String>(&mut connection).await.is_err() {
+                            return Err(QueryError::Unavailable);
+                        }
                     }
                 }
                 Redirect::Refused => return Err(QueryError::Unavailable),
             }
         }
         Err(QueryError::Unavailable)
+    }
+
+    /// Run `calls`, all of `slot`, at its master as one pipeline (a
+    /// refresh of a channel's members is one round trip, not one per
+    /// member). From the first one answered with a redirect (which did
+    /// not run, and neither did those after it: a slot moves, a script
+    /// cache empties, at one moment), they go again one by one through
+    /// `query`, in order. If the pipeline itself failed they all do:
+    /// only for calls that may run twice. The answers are dropped, for
+    /// writes whose failure the caller leaves to its next round.
+    pub(crate) async fn write_all(
+        &self,
+        slot: u16,
+        calls: &[redis::Cmd],
+        scripts: &[&str],
+        deadline: Instant,
+    ) {
+        let mut first_failed = 0;
+        let owner = self
+            .shared
+            .view
+            .read()
+            .map
+            .owner_addr(slot)
+            .map(str::to_owned);
+        if let Some(addr) = owner {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Ok(Some(mut connection)) =
+                tokio::time::timeout(left, self.connection(&addr)).await
+            {
+                let mut pipe = redis::pipe();
+                for call in calls {
+                    pipe.add_command(call.clone());
+                }
+                let sent = connection.req_packed_commands(&pipe, 0, calls.len());
+                let left = deadline.saturating_duration_since(Instant::now());
+                match tokio::time::timeout(left, sent).await {
+                    Ok(Ok(answers)) if answers.len() == calls.len() => {
+                        first_failed = answers
+                            .iter()
+                            .position(|answer| match answer {
+                                redis::Value::ServerError(error) => {
+                                    Redirect::of(error) != Redirect::Refused
+                                }
+                                _ => false,
+                            })
+                            .unwrap_or(calls.len());
+                    }
+                    _ => {
+                        self.connections.lock().await.remove(&addr);
+                    }
+                }
+            }
+        }
+        for call in &calls[first_failed..] {
+            let _ = self.query(slot, call, scripts, Some(deadline)).await;
+        }
     }
 
     async fn connection(&self, addr: &str) -> Option<MultiplexedConnection> {

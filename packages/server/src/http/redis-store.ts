@@ -68,9 +68,8 @@ export class RedisSessionStore implements SessionStore {
     if (broker === undefined) {
       throw new SwitchboardError('ERR_INVALID_OPTION', 'sessionStore() keeps sessions in the broker\'s Redis: give the server a broker ({ broker: { redis } })');
     }
-    if (broker.engine !== 'redis') {
-      const why = broker.engine === 'nats' ? 'NATS keeps no keys' : 'a Redis Cluster does not keep them yet';
-      throw new SwitchboardError('ERR_INVALID_OPTION', `sessionStore() needs standalone Redis servers (broker.redis): ${why}`);
+    if (broker.engine === 'nats') {
+      throw new SwitchboardError('ERR_INVALID_OPTION', 'sessionStore() needs Redis (broker.redis or broker.cluster): NATS keeps no keys');
     }
     if (options === null || typeof options !== 'object') {
       throw new SwitchboardError('ERR_INVALID_OPTION', `sessionStore() options must be an object, got ${String(options)}`);

@@ -41,6 +41,7 @@ impl Task {
             conn.generation = 0;
         }
         self.placed.retain(|_, (at, _)| at != addr);
+        self.unplace_own(|_, at, _| at == &**addr);
         self.set_node(addr, false);
         self.request_refresh();
     }

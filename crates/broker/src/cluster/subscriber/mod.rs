@@ -33,9 +33,11 @@
 //! Files: this one, the task and its loop; `refresh`, the slot map (when
 //! it is read, reading it, a new one); `link`, the pub/sub connection to
 //! each master; `placement`, where each channel is subscribed and
-//! bringing Redis in step with what is wanted.
+//! bringing Redis in step with what is wanted; `own`, this node's own
+//! channels (`crate::nodes`), placed the same way.
 
 mod link;
+mod own;
 mod placement;
 mod refresh;
 
@@ -110,6 +112,8 @@ struct Task {
     conns: HashMap<Arc<str>, Conn>,
     /// Where each channel is subscribed.
     placed: HashMap<Arc<str>, (Arc<str>, Phase)>,
+    /// This node's own channels and where they are subscribed.
+    own: own::Own,
     wanted: Wanted,
     ticket: u64,
     inputs: mpsc::Sender<Input>,
@@ -148,6 +152,7 @@ pub(crate) async fn run(setup: Setup) {
         generation: 0,
         conns: HashMap::new(),
         placed: HashMap::new(),
+        own: own::Own::default(),
         wanted: Wanted::default(),
         ticket: 0,
         inputs,
@@ -194,6 +199,10 @@ pub(crate) async fn run(setup: Setup) {
             }
             _ = shared.refresh.notified() => {
                 task.request_refresh();
+            }
+            _ = shared.claimed.notified() => {
+                task.dirty = true;
+                task.reconcile().await;
             }
             _ = tokio::time::sleep_until(wake) => {
                 task.dirty = true;
@@ -295,12 +304,21 @@ impl Task {
                 let Ok(server) = self.inbound.server() else {
                     return;
                 };
+                if crate::nodes::is_node_channel(&self.config, &channel) {
+                    // Operations on this node's connections, heartbeats.
+                    crate::nodes::handle(&server, &self.shared.base, &payload);
+                    return;
+                }
                 self.inbound.deliver(&server, &channel, &payload).await;
             }
             Event::Subscribed(channel) => {
+                if self.own_event(addr, &channel, true) {
+                    return;
+                }
                 let Some(name) = self.config.channel_of(&channel) else {
                     return;
                 };
+                let name = &*name;
                 let Some((at, phase)) = self.placed.get_mut(name) else {
                     return;
                 };
@@ -319,9 +337,13 @@ impl Task {
                 // Our own SUNSUBSCRIBE removed the placement when it was
                 // sent; a joined channel losing its subscription is Redis
                 // moving its slot away.
+                if self.own_event(addr, &channel, false) {
+                    return;
+                }
                 let Some(name) = self.config.channel_of(&channel) else {
                     return;
                 };
+                let name = &*name;
                 if self
                     .placed
                     .get(name)
@@ -338,6 +360,9 @@ impl Task {
                     !(at == addr
                         && *phase == Phase::Joining
                         && slot::slot(&config.redis_channel(name)) == slot)
+                });
+                self.unplace_own(|name, at, phase| {
+                    at == &**addr && phase == Phase::Joining && slot::slot(name) == slot
                 });
                 self.map.moved(slot, &to);
                 self.request_refresh();

@@ -101,6 +101,7 @@ impl Task {
                 .insert(name.clone(), (addr.clone(), Phase::Joining));
             join.add(addr, channel);
         }
+        self.place_own(&mut join, &mut leave);
         let mut failed = Vec::new();
         let mut addrs = join.masters();
         addrs.extend(leave.masters());
@@ -135,6 +136,7 @@ impl Task {
     /// master is down does not hold back the others: its publishes are
     /// refused anyway.)
     fn check_confirmed(&self) {
+        self.report_own();
         for name in &self.wanted.channels {
             let owner = self
                 .map

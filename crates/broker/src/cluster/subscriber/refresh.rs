@@ -77,7 +77,11 @@ impl Task {
     /// A new map: publish it, drop connections to nodes that are no longer
     /// masters, connect to new masters.
     fn install(&mut self, map: SlotMap) {
-        if map == self.map && self.generation != 0 {
+        // Compared with the published map, not `self.map`: a `-MOVED`
+        // answer updates `self.map` at once (`SlotMap::moved`), and the
+        // read that confirms it must still reach the callers (the nodes'
+        // claim and heartbeat connect where the view says).
+        if self.generation != 0 && map == self.shared.view.read().map {
             return;
         }
         self.generation += 1;
