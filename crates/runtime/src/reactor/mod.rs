@@ -299,22 +299,7 @@ impl Reactor {
                     entry.on_upgrade_decided(key, decision, cx)
                 });
             }
-            Command::Room { worker } => {
-                for (key, generation) in std::mem::take(&mut self.paused) {
-                    let of_worker = self.entries.get(key).is_some_and(|entry| {
-                        entry.generation == generation && entry_worker(entry) == Some(worker)
-                    });
-                    if of_worker {
-                        self.with_entry(key, Some(generation), |entry, cx| entry.resume(key, cx));
-                    } else if self
-                        .entries
-                        .get(key)
-                        .is_some_and(|e| e.generation == generation && e.paused)
-                    {
-                        self.paused.push((key, generation));
-                    }
-                }
-            }
+            Command::Room { worker } => self.on_room(worker),
             Command::Shutdown => {
                 self.stopping = true;
                 // Sessions without a receiver have no entry to close them.
@@ -335,6 +320,47 @@ impl Reactor {
                 }
             }
         }
+    }
+
+    /// `worker`'s event queue has room again: resume its paused
+    /// connections in the order they paused, until one fills the queue
+    /// again. The rest keep their places for the next `Room`, ahead of
+    /// those just resumed, so every connection gets its turn. (Resuming
+    /// them all at once made each read a buffer into a full queue: with
+    /// 1,000 connections echoing 16 KiB messages, the worker's backlog
+    /// grew by megabytes per `Room` and throughput fell by 40%.)
+    fn on_room(&mut self, worker: usize) {
+        let list = std::mem::take(&mut self.paused);
+        let mut waiting = Vec::with_capacity(list.len());
+        let mut resumed_and_paused = Vec::new();
+        let mut full = false;
+        for (key, generation) in list {
+            let Some(entry) = self.entries.get_mut(key) else {
+                continue;
+            };
+            if entry.generation != generation {
+                continue;
+            }
+            if full || entry_worker(entry) != Some(worker) {
+                if entry.paused {
+                    waiting.push((key, generation));
+                } else {
+                    entry.listed = false;
+                }
+                continue;
+            }
+            entry.listed = false;
+            self.with_entry(key, Some(generation), |entry, cx| entry.resume(key, cx));
+            // `with_entry` listed it again if it paused again: the queue is
+            // full once more.
+            if !self.paused.is_empty() {
+                full = true;
+                resumed_and_paused.append(&mut self.paused);
+            }
+        }
+        waiting.append(&mut resumed_and_paused);
+        waiting.append(&mut self.paused);
+        self.paused = waiting;
     }
 
     /// Run `f` on the entry at `key` (when it is still the connection of
@@ -363,7 +389,6 @@ impl Reactor {
         if generation.is_some_and(|g| g != entry.generation) {
             return;
         }
-        let was_paused = entry.paused;
         let mut cx = Context {
             server,
             inbox,
@@ -381,11 +406,11 @@ impl Reactor {
             Next::Keep => {
                 // A paused entry must be in the list `Room` walks. One that
                 // was paused already is there, unless it is being resumed
-                // now: `Room` took the list, and an entry that found the
-                // queue full again at once paused again (missing it left
-                // the connection silent for good).
-                let listed = || paused.contains(&(key, entry.generation));
-                if entry.paused && (!was_paused || !listed()) {
+                // now: `Room` took the list (clearing `listed`), and an
+                // entry that found the queue full again at once paused
+                // again (missing it left the connection silent for good).
+                if entry.paused && !entry.listed {
+                    entry.listed = true;
                     paused.push((key, entry.generation));
                 }
                 if let Some(deadline) = entry.deadline() {
