@@ -43,6 +43,16 @@ pub(crate) struct ClusterReader {
 }
 
 impl ClusterReader {
+    /// The address of `slot`'s master in the current map.
+    fn master_of(&self, slot: u16) -> Option<String> {
+        self.shared
+            .view
+            .read()
+            .map
+            .owner_addr(slot)
+            .map(str::to_owned)
+    }
+
     pub(crate) fn new(
         shared: Arc<ClusterShared>,
         seed: redis::ConnectionInfo,
@@ -88,13 +98,7 @@ impl ClusterReader {
             Some(deadline) => deadline.saturating_duration_since(now),
             None => self.config.connect_timeout,
         };
-        let owner = self
-            .shared
-            .view
-            .read()
-            .map
-            .owner_addr(slot)
-            .map(str::to_owned);
+        let owner = self.master_of(slot);
         let mut addr = owner.ok_or(QueryError::Unavailable)?;
         let mut asking = false;
         // A connection that failed is replaced once: the master may have
@@ -173,13 +177,7 @@ impl ClusterReader {
         deadline: Instant,
     ) {
         let mut first_failed = 0;
-        let owner = self
-            .shared
-            .view
-            .read()
-            .map
-            .owner_addr(slot)
-            .map(str::to_owned);
+        let owner = self.master_of(slot);
         if let Some(addr) = owner {
             let left = deadline.saturating_duration_since(Instant::now());
             if let Ok(Some(mut connection)) =

@@ -8,6 +8,8 @@
 //!   Redis (`crate::subscriber::Wanted`), one NATS subscription per channel
 //!   with local subscribers, and the messages that come back, delivered
 //!   corked by the native fan-out.
+//! - `arrivals`: the queue the subscriptions (channels and node subjects)
+//!   feed and the subscriber delivers from.
 //! - `publisher`: every publish of this node, in order, on the same client.
 //! - `nodes`: this node's number (claimed by the rules of `claim`, pure,
 //!   with the notes of `note`), its heartbeat and goodbye; node messages
@@ -33,6 +35,7 @@
 //! changes the registry made meanwhile (it touches the client only while
 //! connected) and then accept publishes again.
 
+mod arrivals;
 mod claim;
 mod nodes;
 mod note;
@@ -203,7 +206,7 @@ impl NatsTasks {
             return;
         };
         self.shared.publisher_up.store(true, Ordering::Release);
-        let (arrivals, inbound) = subscriber::arrivals();
+        let (arrivals, inbound) = arrivals::arrivals();
         let membership = tokio::spawn(nodes::run(
             client.clone(),
             config.clone(),

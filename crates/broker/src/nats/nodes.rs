@@ -18,10 +18,10 @@ use switchboard_runtime::Server;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::arrivals::{self, Arrival, Source};
 use super::claim::{Action, Claim};
 use super::note::{self, Note};
 use super::subject;
-use super::subscriber::{self, Arrival, Source};
 use crate::{node_wire, BrokerConfig, Shared};
 
 /// How long a roll-call collects answers, and a claim waits for
@@ -216,7 +216,7 @@ impl Member {
     async fn forward(&mut self, subject: String) -> Option<()> {
         let subscription = self.client.subscribe(subject).await.ok()?;
         let (stop, stopped) = oneshot::channel();
-        tokio::spawn(subscriber::forward(
+        tokio::spawn(arrivals::forward(
             Source::Nodes,
             subscription,
             stopped,

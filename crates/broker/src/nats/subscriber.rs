@@ -24,8 +24,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures_util::StreamExt;
 use switchboard_runtime::Server;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -33,13 +31,9 @@ use tokio::time::Instant;
 use crate::subscriber::Wanted;
 use crate::{wire, BrokerConfig, Command, Shared};
 
+use super::arrivals::{self, Arrival, Source};
 use super::subject;
 
-/// Messages waiting between the forwarding tasks and this one, at most:
-/// past it a forwarder waits, its subscription's queue in the client fills
-/// (64 Ki messages), and then the client drops what arrives for it (NATS
-/// calls that a slow consumer).
-const INBOUND: usize = 4096;
 /// Messages delivered in one corked batch, at most.
 const BATCH: usize = 256;
 /// After a SUB the client could not take (it was closing, or its queue
@@ -62,22 +56,6 @@ pub(crate) struct Setup {
     /// What the subscriptions receive (both ends: the node subscriptions
     /// feed it too).
     pub(crate) arrivals: (mpsc::Sender<Arrival>, mpsc::Receiver<Arrival>),
-}
-
-/// Where a message came from.
-#[derive(Clone)]
-pub(crate) enum Source {
-    Channel(Arc<str>),
-    /// A node subject (`subject::node_subject`, `subject::all_subject`).
-    Nodes,
-}
-
-/// A message that came back, with where it came from.
-pub(crate) type Arrival = (Source, Bytes);
-
-/// The queue of arrivals, for `Setup::arrivals`.
-pub(crate) fn arrivals() -> (mpsc::Sender<Arrival>, mpsc::Receiver<Arrival>) {
-    mpsc::channel(INBOUND)
 }
 
 struct Task {
@@ -221,7 +199,7 @@ impl Task {
                     }
                 };
             let (stop, stopped) = oneshot::channel();
-            tokio::spawn(forward(
+            tokio::spawn(arrivals::forward(
                 Source::Channel(name.clone()),
                 subscriber,
                 stopped,
@@ -286,30 +264,5 @@ impl Task {
         };
         let _ = tokio::time::timeout(timeout, leave).await;
         self.subscribed.clear();
-    }
-}
-
-/// Move one subscription's messages, in order, to the shared queue, until
-/// told to stop (then unsubscribe) or the client ends.
-pub(crate) async fn forward(
-    source: Source,
-    mut subscriber: async_nats::Subscriber,
-    mut stop: oneshot::Receiver<()>,
-    arrivals: mpsc::Sender<Arrival>,
-) {
-    loop {
-        tokio::select! {
-            biased;
-            _ = &mut stop => {
-                let _ = subscriber.unsubscribe().await;
-                return;
-            }
-            message = subscriber.next() => {
-                let Some(message) = message else { return };
-                if arrivals.send((source.clone(), message.payload)).await.is_err() {
-                    return;
-                }
-            }
-        }
     }
 }
