@@ -9,7 +9,8 @@ use std::sync::{Arc, Weak};
 
 use switchboard_runtime::{Position, Server};
 
-use crate::history::{Admit, Positions, Source};
+use crate::history::Source;
+use crate::positions::{Admit, Positions};
 use crate::{wire, BrokerConfig};
 
 /// The server went away: the subscriber's task ends.

@@ -15,17 +15,17 @@
 //! a channel), `shard` (one standalone Redis: `publisher`, the `PUBLISH`
 //! connection, and `subscriber`, the subscription set and its connection),
 //! `cluster` (a Redis Cluster with sharded pub/sub) and `slot` (its key
-//! slots), `history` (the scripts, reads, and gap tracking), `inbound`
-//! (messages from Redis to the fan-out, in offset order; both
-//! subscribers'), `sessions` (HTTP sessions as keys, on the query
-//! connection), `backoff`; `queues` (the callers' queues to an engine's
-//! tasks, alike for every engine); `queries` (presence, history and
-//! recovery, answered from the broker's thread); `presence` (the members
-//! task), `presence_scripts` (its Lua) and `presence_store` (where its
-//! commands run); `nodes` (this node's
-//! number, its heartbeat, operations on other nodes' connections) and
-//! `node_wire` (their message format); `nats` carries the channels through
-//! NATS instead (no history).
+//! slots), `history` (the scripts and reads), `positions` (the gap
+//! tracking), `inbound` (messages from Redis to the fan-out, in offset
+//! order; both subscribers'), `sessions` (HTTP sessions as keys, on the
+//! query connection), `backoff`; `queues` (the callers' queues to an
+//! engine's tasks, alike for every engine); `queries` (presence, history
+//! and recovery, answered from the broker's thread); `presence` (the
+//! members task), `presence_scripts` (its Lua) and `presence_store` (where
+//! its commands run); `nodes` (this node's number, its heartbeat,
+//! operations on other nodes' connections) and `node_wire` (their message
+//! format); `nats` carries the channels and the node messages through NATS
+//! instead (no history).
 
 mod backoff;
 mod cluster;
@@ -35,6 +35,7 @@ mod inbound;
 mod nats;
 pub mod node_wire;
 mod nodes;
+mod positions;
 pub mod presence;
 mod presence_scripts;
 mod presence_store;
