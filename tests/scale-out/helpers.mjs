@@ -249,12 +249,17 @@ export async function startCluster(t, { masters = 3, replicas = 0 } = {}) {
       }
       return null;
     },
-    /** Masters as `{ port, id }`. */
+    /**
+     * Masters serving slots, as `{ port, id }`. A node without slots is
+     * left out: in a cluster just made with replicas, node `ports[0]` may
+     * still list a replica as a master until it hears of its replication
+     * (and that node refuses SETSLOT: "only with masters").
+     */
     async masters() {
       return (await cli(ports[0], 'CLUSTER', 'NODES'))
         .split('\n')
         .map((line) => line.split(' '))
-        .filter(([, , flags]) => flags.includes('master') && !flags.includes('fail'))
+        .filter(([, , flags, , , , , , ...ranges]) => flags.includes('master') && !flags.includes('fail') && ranges.length > 0)
         .map(([id, address]) => ({ port: Number(address.split(':')[1].split('@')[0]), id }));
     },
     /** Subscribers (nodes) of a sharded channel, asked of its master. */
@@ -272,8 +277,19 @@ export async function startCluster(t, { masters = 3, replicas = 0 } = {}) {
      */
     async migrate(slot, to, { keys = false, during } = {}) {
       const from = await cluster.owner(slot);
-      await cli(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id);
-      await cli(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id);
+      // IMPORTING and MIGRATING until taken: in a cluster just made, a
+      // master may not know another's id yet (gossip) and refuses it, and
+      // a MIGRATE to a master that is not importing is answered MOVED.
+      const setslot = (port, ...args) => until(
+        async () => {
+          const reply = await cli(port, 'CLUSTER', 'SETSLOT', String(slot), ...args);
+          if (reply !== 'OK') throw new Error(reply);
+          return true;
+        },
+        `CLUSTER SETSLOT ${slot} ${args.join(' ')} at ${port}`,
+      );
+      await setslot(to.port, 'IMPORTING', from.id);
+      await setslot(from.port, 'MIGRATING', to.id);
       for (;;) {
         if (!keys) break;
         // Quoted as redis-cli shows them (`--no-raw`), so binary keys
