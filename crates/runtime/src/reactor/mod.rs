@@ -359,7 +359,6 @@ impl Reactor {
             }
         }
         waiting.append(&mut resumed_and_paused);
-        waiting.append(&mut self.paused);
         self.paused = waiting;
     }
 

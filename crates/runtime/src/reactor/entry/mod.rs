@@ -287,30 +287,30 @@ impl Entry {
             return Next::Keep;
         };
         if readable && !self.paused && session.wants_read() {
-            let queue = &cx.server.queues[session.connection().worker()];
-            // Full already (other connections filled it): pause before
-            // reading, so a worker's queue passes its bound by one read
-            // at most, not by one read per ready connection.
+            // The server's reference, not `cx`'s: the queue is used across
+            // the read, which takes `cx`.
+            let server = cx.server;
+            let queue = &server.queues[session.connection().worker()];
             if queue.is_full() && queue.wait_for_room(cx.waker) {
+                // Full already (other connections filled it): pause before
+                // reading, so a worker's queue passes its bound by one read
+                // at most, not by one read per ready connection.
                 self.paused = true;
-            }
-        }
-        if readable && !self.paused && session.wants_read() {
-            match read_into(&mut self.stream, session, cx) {
-                Read::Progress { filled } => {
-                    let worker = session.connection().worker();
-                    let queue = &cx.server.queues[worker];
-                    if queue.is_full() && queue.wait_for_room(cx.waker) {
-                        self.paused = true;
-                    } else if filled || self.hung_up || self.stream.may_have_more() {
-                        // More may wait; after the other ready connections.
-                        cx.again.push(key);
+            } else {
+                match read_into(&mut self.stream, session, cx) {
+                    Read::Progress { filled } => {
+                        if queue.is_full() && queue.wait_for_room(cx.waker) {
+                            self.paused = true;
+                        } else if filled || self.hung_up || self.stream.may_have_more() {
+                            // More may wait; after the other ready connections.
+                            cx.again.push(key);
+                        }
                     }
-                }
-                Read::WouldBlock => {}
-                Read::Eof => {
-                    if session.on_eof() == Step::End {
-                        return self.end_session((1006, String::new()), false);
+                    Read::WouldBlock => {}
+                    Read::Eof => {
+                        if session.on_eof() == Step::End {
+                            return self.end_session((1006, String::new()), false);
+                        }
                     }
                 }
             }
